@@ -1,0 +1,130 @@
+# cml_add_lab(): turns a lab folder pair into targets and CTest tests. A lab's own
+# CMakeLists.txt is this one call. For labs/NN_topic/ (and solutions/NN_topic/ if present):
+#
+#   labs/NN_topic/topic.cu        the student's file          -> labNN_student (library)
+#   labs/NN_topic/*.cu (others)   given code, e.g. baseline   -> labNN_given (library)
+#   labs/NN_topic/tests/*.cpp|cu  public tests
+#   labs/NN_topic/bench/*.cpp|cu  the bench (has main)
+#   solutions/NN_topic/topic.cu   the reference               -> labNN_solution (library)
+#   solutions/NN_topic/tests/*    hidden tests
+#
+# Executables: labNN_tests_student (public tests on the student's code),
+# labNN_tests_solution (public + hidden on the reference), labNN_hidden_student (hidden on
+# the student's code, for the grader), labNN_bench_student / labNN_bench_solution.
+# CTest: labNN.{solution,student}.{host,gpu} and, where the solution exists,
+# labNN.skeleton.{host,gpu}, which pass when the committed skeleton fails every test case
+# that needs the student's work. Labels: host|gpu, labNN, solution|student|skeleton.
+#
+# Options: BENCH_LIBRARIES <libs...>  extra libraries for the bench only (e.g. CUDA::cublas)
+#          LIBRARIES <libs...>        extra libraries for the lab's code and tests
+#          TIMEOUT <seconds>          per CTest test (default 300)
+include_guard(GLOBAL)
+
+function(_cml_glob out dir)
+  file(GLOB _files LIST_DIRECTORIES false "${dir}/*.cpp" "${dir}/*.cu")
+  list(SORT _files)
+  set(${out} "${_files}" PARENT_SCOPE)
+endfunction()
+
+function(_cml_add_ctest name target spec labels timeout)
+  add_test(NAME ${name} COMMAND ${target} "${spec}")
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" SKIP_RETURN_CODE 77
+                       TIMEOUT ${timeout})
+endfunction()
+
+function(cml_add_lab)
+  cmake_parse_arguments(LAB "" "TIMEOUT" "BENCH_LIBRARIES;LIBRARIES" ${ARGN})
+  if(NOT LAB_TIMEOUT)
+    set(LAB_TIMEOUT 300)
+  endif()
+  get_filename_component(folder "${CMAKE_CURRENT_SOURCE_DIR}" NAME)
+  if(NOT folder MATCHES "^([0-9][0-9])_(.+)$")
+    message(FATAL_ERROR "lab folder '${folder}' is not named NN_topic")
+  endif()
+  set(nn "${CMAKE_MATCH_1}")
+  set(topic "${CMAKE_MATCH_2}")
+  set(lab "lab${nn}")
+  set(lab_dir "${CMAKE_CURRENT_SOURCE_DIR}")
+  set(solution_dir "${PROJECT_SOURCE_DIR}/solutions/${folder}")
+  set(student_file "${lab_dir}/${topic}.cu")
+  if(NOT EXISTS "${student_file}")
+    message(FATAL_ERROR "${folder}: the student file ${topic}.cu is missing")
+  endif()
+
+  # Given code (baseline kernels and the like): every other .cu in the lab folder.
+  file(GLOB given LIST_DIRECTORIES false "${lab_dir}/*.cu")
+  list(REMOVE_ITEM given "${student_file}")
+  set(given_target "")
+  if(given)
+    add_library(${lab}_given STATIC ${given})
+    target_include_directories(${lab}_given PUBLIC "${lab_dir}")
+    target_link_libraries(${lab}_given PUBLIC cml ${LAB_LIBRARIES})
+    set(given_target ${lab}_given)
+  endif()
+
+  set(variants student)
+  add_library(${lab}_student STATIC "${student_file}")
+  if(EXISTS "${solution_dir}/${topic}.cu")
+    list(APPEND variants solution)
+    add_library(${lab}_solution STATIC "${solution_dir}/${topic}.cu")
+  endif()
+  foreach(v IN LISTS variants)
+    target_include_directories(${lab}_${v} PUBLIC "${lab_dir}")
+    target_link_libraries(${lab}_${v} PUBLIC cml ${given_target} ${LAB_LIBRARIES})
+    # The student's code is compiled with line info so sanitizer reports name their lines.
+    target_compile_options(${lab}_${v} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+  endforeach()
+
+  if(CML_BUILD_TESTS)
+    _cml_glob(public_tests "${lab_dir}/tests")
+    _cml_glob(hidden_tests "${solution_dir}/tests")
+    set(test_targets "")
+    if(public_tests)
+      add_executable(${lab}_tests_student ${public_tests})
+      target_link_libraries(${lab}_tests_student PRIVATE cml_test_main ${lab}_student)
+      list(APPEND test_targets ${lab}_tests_student)
+      if(TARGET ${lab}_solution)
+        add_executable(${lab}_tests_solution ${public_tests} ${hidden_tests})
+        target_link_libraries(${lab}_tests_solution PRIVATE cml_test_main ${lab}_solution)
+        list(APPEND test_targets ${lab}_tests_solution)
+      endif()
+    endif()
+    if(hidden_tests)
+      add_executable(${lab}_hidden_student ${hidden_tests})
+      target_link_libraries(${lab}_hidden_student PRIVATE cml_test_main ${lab}_student)
+      list(APPEND test_targets ${lab}_hidden_student)
+    endif()
+    foreach(t IN LISTS test_targets)
+      target_include_directories(${t} PRIVATE "${lab_dir}/tests")
+    endforeach()
+
+    foreach(v IN LISTS variants)
+      if(TARGET ${lab}_tests_${v})
+        foreach(layer host gpu)
+          _cml_add_ctest(${lab}.${v}.${layer} ${lab}_tests_${v} "[${layer}]"
+                         "${layer};${lab};${v}" ${LAB_TIMEOUT})
+        endforeach()
+      endif()
+    endforeach()
+    # The committed skeleton must fail every test that needs the student's work.
+    if(TARGET ${lab}_solution AND TARGET ${lab}_tests_student)
+      foreach(layer host gpu)
+        add_test(NAME ${lab}.skeleton.${layer}
+                 COMMAND ${Python3_EXECUTABLE} -m grader expect-fail
+                         $<TARGET_FILE:${lab}_tests_student> "[${layer}]"
+                 WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}")
+        set_tests_properties(${lab}.skeleton.${layer} PROPERTIES
+          LABELS "${layer};${lab};skeleton" SKIP_RETURN_CODE 77 TIMEOUT ${LAB_TIMEOUT})
+      endforeach()
+    endif()
+  endif()
+
+  _cml_glob(bench_sources "${lab_dir}/bench")
+  if(bench_sources)
+    foreach(v IN LISTS variants)
+      add_executable(${lab}_bench_${v} ${bench_sources})
+      target_link_libraries(${lab}_bench_${v} PRIVATE ${lab}_${v} ${LAB_BENCH_LIBRARIES})
+      target_compile_definitions(${lab}_bench_${v} PRIVATE CML_LAB="${folder}" CML_VARIANT="${v}")
+    endforeach()
+  endif()
+endfunction()

@@ -1,0 +1,90 @@
+/// \file
+/// What every lab's bench shares: its command line and the one JSON document it writes
+/// (schema "cml-bench/1", read by the grader; described in grader/README.md).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cml/device_info.hpp"
+#include "cml/timing.hpp"
+
+namespace cml {
+
+/// Options every bench accepts, plus the lab's own `--name value` pairs.
+///   --json PATH      write the document there (default: standard output)
+///   --seed N         input seed (default: random, recorded in the document)
+///   --max-seconds S  cap per measurement      --min-samples N / --max-samples N
+///   --rse X          target relative standard error (default 0.01)
+///   --quick          a few samples only, for smoke tests
+struct BenchArgs {
+  std::string json_path;
+  std::uint64_t seed = 0;
+  TimingOptions timing;
+  std::map<std::string, std::string> values;
+
+  /// A lab option as an integer (or `fallback` when absent).
+  long long get_int(const std::string& name, long long fallback) const;
+  double get_double(const std::string& name, double fallback) const;
+  std::string get(const std::string& name, const std::string& fallback) const;
+};
+
+/// Parses argv; `lab_options` are the names (without "--") the lab accepts. Prints `usage`
+/// and exits with status 2 on an unknown or malformed option.
+BenchArgs parse_bench_args(int argc, char** argv, const std::vector<std::string>& lab_options,
+                           const std::string& usage);
+
+/// Amount of work a timed case does, for rates in the report.
+struct Work {
+  double flop = 0;   ///< floating-point operations per run (GFLOP/s reported when > 0)
+  double bytes = 0;  ///< bytes that must cross device memory per run (GB/s when > 0)
+};
+
+/// Whether a timed case's output was checked, and what the check said.
+struct Verification {
+  bool checked = false;
+  bool passed = false;
+  std::string message;
+};
+
+/// Collects a bench's measurements and writes them as one JSON document.
+class BenchReport {
+ public:
+  /// Records the device and its clocks at the start.
+  BenchReport(std::string lab, std::string variant, const BenchArgs& args,
+              const DeviceInfo& device, std::size_t l2_flush_bytes);
+
+  void param(const std::string& name, double value);
+  void param(const std::string& name, const std::string& value);
+
+  /// An interleaved baseline/candidate measurement (the grader scores these by name).
+  void add_comparison(const std::string& name, const PairTiming& timing, const Work& work,
+                      const Verification& baseline_check, const Verification& candidate_check);
+  /// A case timed alone (a library yardstick, a sweep point).
+  void add_case(const std::string& name, const SampleStats& ms, bool converged, const Work& work,
+                const Verification& check);
+  /// A derived figure (a fraction, a count) under "metrics".
+  void metric(const std::string& name, double value);
+
+  /// Samples the clocks again and returns the document.
+  std::string finish();
+  /// finish() and write to --json PATH or standard output; returns a process exit status.
+  int write();
+
+ private:
+  std::string lab_, variant_;
+  BenchArgs args_;
+  DeviceInfo device_;
+  ClockSample clocks_start_;
+  std::size_t flush_bytes_;
+  std::vector<std::pair<std::string, std::string>> params_;  // name, JSON text
+  std::vector<std::string> comparisons_, cases_;             // JSON texts
+  std::vector<std::pair<std::string, double>> metrics_;
+};
+
+/// Writes `stats` as {"median":..,"min":..,"max":..,"mean":..,"stdev":..,"rse":..,"n":..,"samples":[..]}.
+void write_json(JsonWriter& json, const SampleStats& stats);
+
+}  // namespace cml

@@ -1,0 +1,166 @@
+// Device facts from the CUDA runtime; live clocks from NVML, loaded at run time so that
+// binaries still start on machines without a driver.
+#include "cml/device_info.hpp"
+
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <sstream>
+
+#include "cml/json.hpp"
+
+#ifndef CML_NVCC_VERSION
+#define CML_NVCC_VERSION "unknown"
+#endif
+
+namespace cml {
+namespace {
+
+int attribute(cudaDeviceAttr attr, int device) {
+  int value = 0;
+  if (cudaDeviceGetAttribute(&value, attr, device) != cudaSuccess) return 0;
+  return value;
+}
+
+// The few NVML entry points we use, declared here so no NVML header is needed to build.
+struct Nvml {
+  using Device = void*;
+  int (*init)() = nullptr;
+  int (*by_bus_id)(const char*, Device*) = nullptr;
+  int (*clock)(Device, int, unsigned*) = nullptr;
+  int (*temperature)(Device, int, unsigned*) = nullptr;
+  bool ok = false;
+
+  Nvml() {
+    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return;
+    init = reinterpret_cast<int (*)()>(dlsym(lib, "nvmlInit_v2"));
+    by_bus_id = reinterpret_cast<int (*)(const char*, Device*)>(
+        dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
+    clock = reinterpret_cast<int (*)(Device, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
+    temperature = reinterpret_cast<int (*)(Device, int, unsigned*)>(
+        dlsym(lib, "nvmlDeviceGetTemperature"));
+    ok = init && by_bus_id && clock && temperature && init() == 0;
+  }
+};
+
+}  // namespace
+
+std::optional<DeviceInfo> query_device(int index, std::string* why_not) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess || count <= index) {
+    if (why_not != nullptr) {
+      *why_not = status != cudaSuccess ? std::string(cudaGetErrorString(status))
+                                       : std::string("no CUDA device found");
+    }
+    cudaGetLastError();  // clear the error so later calls do not report it
+    return std::nullopt;
+  }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, index) != cudaSuccess) {
+    if (why_not != nullptr) *why_not = "cudaGetDeviceProperties failed";
+    cudaGetLastError();
+    return std::nullopt;
+  }
+  DeviceInfo d;
+  d.index = index;
+  d.name = prop.name;
+  char bus[32] = {0};
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, index) == cudaSuccess) d.pci_bus_id = bus;
+  d.cc_major = prop.major;
+  d.cc_minor = prop.minor;
+  d.sm_count = prop.multiProcessorCount;
+  d.warp_size = prop.warpSize;
+  d.max_threads_per_block = prop.maxThreadsPerBlock;
+  d.max_threads_per_sm = prop.maxThreadsPerMultiProcessor;
+  d.max_blocks_per_sm = prop.maxBlocksPerMultiProcessor;
+  d.regs_per_sm = prop.regsPerMultiprocessor;
+  d.regs_per_block = prop.regsPerBlock;
+  d.shared_per_block = prop.sharedMemPerBlock;
+  d.shared_per_block_optin = prop.sharedMemPerBlockOptin;
+  d.shared_per_sm = prop.sharedMemPerMultiprocessor;
+  d.reserved_shared_per_block = prop.reservedSharedMemPerBlock;
+  d.l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
+  d.global_bytes = prop.totalGlobalMem;
+  d.max_sm_clock_mhz = attribute(cudaDevAttrClockRate, index) / 1000;
+  d.max_mem_clock_mhz = attribute(cudaDevAttrMemoryClockRate, index) / 1000;
+  d.mem_bus_bits = prop.memoryBusWidth;
+  cudaDriverGetVersion(&d.driver_version);
+  cudaRuntimeGetVersion(&d.runtime_version);
+  return d;
+}
+
+bool has_cuda_device() { return query_device().has_value(); }
+
+ClockSample sample_clocks(const DeviceInfo& device) {
+  static Nvml nvml;
+  ClockSample s;
+  if (!nvml.ok || device.pci_bus_id.empty()) return s;
+  Nvml::Device handle = nullptr;
+  if (nvml.by_bus_id(device.pci_bus_id.c_str(), &handle) != 0) return s;
+  unsigned value = 0;
+  constexpr int kClockSm = 1, kClockMem = 2, kTemperatureGpu = 0;
+  if (nvml.clock(handle, kClockSm, &value) == 0) s.sm_mhz = static_cast<int>(value);
+  if (nvml.clock(handle, kClockMem, &value) == 0) s.mem_mhz = static_cast<int>(value);
+  if (nvml.temperature(handle, kTemperatureGpu, &value) == 0) {
+    s.temperature_c = static_cast<int>(value);
+  }
+  s.available = s.sm_mhz >= 0;
+  return s;
+}
+
+std::string version_string(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+std::string nvcc_version() { return CML_NVCC_VERSION; }
+
+std::string describe(const DeviceInfo& d) {
+  std::ostringstream out;
+  out << d.name << " (CC " << d.cc_major << "." << d.cc_minor << ", " << d.sm_count << " SMs, "
+      << d.l2_bytes / (1024 * 1024) << " MB L2, driver " << version_string(d.driver_version)
+      << ", runtime " << version_string(d.runtime_version) << ")";
+  return out.str();
+}
+
+void write_json(JsonWriter& json, const DeviceInfo& d) {
+  json.begin_object()
+      .field("index", d.index)
+      .field("name", d.name)
+      .field("pci_bus_id", d.pci_bus_id)
+      .field("compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor))
+      .field("sm_count", d.sm_count)
+      .field("warp_size", d.warp_size)
+      .field("max_threads_per_block", d.max_threads_per_block)
+      .field("max_threads_per_sm", d.max_threads_per_sm)
+      .field("max_blocks_per_sm", d.max_blocks_per_sm)
+      .field("regs_per_sm", d.regs_per_sm)
+      .field("regs_per_block", d.regs_per_block)
+      .field("shared_per_block", static_cast<std::uint64_t>(d.shared_per_block))
+      .field("shared_per_block_optin", static_cast<std::uint64_t>(d.shared_per_block_optin))
+      .field("shared_per_sm", static_cast<std::uint64_t>(d.shared_per_sm))
+      .field("reserved_shared_per_block", static_cast<std::uint64_t>(d.reserved_shared_per_block))
+      .field("l2_bytes", static_cast<std::uint64_t>(d.l2_bytes))
+      .field("global_bytes", static_cast<std::uint64_t>(d.global_bytes))
+      .field("max_sm_clock_mhz", d.max_sm_clock_mhz)
+      .field("max_mem_clock_mhz", d.max_mem_clock_mhz)
+      .field("mem_bus_bits", d.mem_bus_bits)
+      .field("driver_version", version_string(d.driver_version))
+      .field("runtime_version", version_string(d.runtime_version))
+      .field("nvcc_version", nvcc_version())
+      .end_object();
+}
+
+void write_json(JsonWriter& json, const ClockSample& c) {
+  json.begin_object().field("available", c.available);
+  json.key("sm_mhz");
+  c.sm_mhz >= 0 ? json.value(c.sm_mhz) : json.null();
+  json.key("mem_mhz");
+  c.mem_mhz >= 0 ? json.value(c.mem_mhz) : json.null();
+  json.key("temperature_c");
+  c.temperature_c >= 0 ? json.value(c.temperature_c) : json.null();
+  json.end_object();
+}
+
+}  // namespace cml

@@ -1,0 +1,57 @@
+"""Reads the XML report Catch2 (2.x and 3.x) writes with `-r xml -o FILE`."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class CaseResult:
+    name: str
+    tags: list[str]
+    passed: bool
+    messages: list[str] = field(default_factory=list)
+    file: str = ""
+    line: int = 0
+    seconds: float | None = None
+
+
+def _tags(text: str) -> list[str]:
+    return [t.strip("[]") for t in text.replace("][", "] [").split() if t]
+
+
+def parse_catch_xml(text: str) -> list[CaseResult]:
+    """Test cases in a Catch2 XML report; raises ValueError when it is not one."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as err:
+        raise ValueError(f"not a complete Catch2 XML report: {err}") from err
+    cases = []
+    for tc in root.iter("TestCase"):
+        overall = tc.find("OverallResult")
+        passed = overall is not None and overall.get("success") == "true"
+        messages = []
+        for node in tc.iter():
+            if node.tag == "Expression" and node.get("success") == "false":
+                orig = (node.findtext("Original") or "").strip()
+                expanded = (node.findtext("Expanded") or "").strip()
+                messages.append(f"{node.get('filename', '')}:{node.get('line', '')}: {orig} "
+                                f"with {expanded}".strip())
+            elif node.tag in ("Failure", "FatalErrorCondition", "Exception"):
+                messages.append((node.text or "").strip())
+            elif node.tag == "Info" or node.tag == "Warning":
+                if not passed and node.text:
+                    messages.append(node.text.strip())
+        seconds = None
+        if overall is not None and overall.get("durationInSeconds"):
+            seconds = float(overall.get("durationInSeconds"))
+        cases.append(CaseResult(tc.get("name", ""), _tags(tc.get("tags", "")), passed,
+                                [m for m in messages if m], tc.get("filename", ""),
+                                int(tc.get("line", "0") or 0), seconds))
+    return cases
+
+
+def read_catch_xml(path: Path) -> list[CaseResult]:
+    return parse_catch_xml(path.read_text(errors="replace"))
