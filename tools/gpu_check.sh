@@ -52,6 +52,9 @@ for c in doc["comparisons"]:
     parts.append(f"{c['name']}: {c['baseline']['name']} {c['baseline']['ms']['median']:.3f} ms"
                  f" vs {c['candidate']['name']} {c['candidate']['ms']['median']:.3f} ms,"
                  f" speedup {c['speedup']['median']:.3f}x (n={c['speedup']['n']},"
+                 + (f" {c['baseline']['gflops']:.0f} vs {c['candidate']['gflops']:.0f} GFLOP/s,"
+                    if c['candidate'].get('gflops') else "")
+                 +
                  f" verified={c['candidate']['verification']['passed']})")
 for c in doc["cases"]:
     g = c.get("gflops")
