@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .paths import LabPaths
 
-BEGIN = re.compile(r"^(?P<indent>\s*)// >>>(?: (?P<todo>TODO\(lab\d\d\): .+))?\s*$")
+BEGIN = re.compile(r"^(?P<indent>\s*)// >>>(?: (?P<todo>TODO\(lab\w+\): .+))?\s*$")
 STUB = re.compile(r"^\s*// === stub\s*$")
 END = re.compile(r"^\s*// <<<\s*$")
 
