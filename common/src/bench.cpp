@@ -127,20 +127,18 @@ void BenchReport::add_comparison(const std::string& name, const PairTiming& t, c
   JsonWriter j;
   j.begin_object().field("name", name).field("converged", t.converged)
       .field("wall_seconds", t.wall_seconds);
-  j.key("baseline").begin_object().field("name", t.baseline);
-  j.key("ms");
-  write_json(j, t.baseline_ms);
-  write_work(j, work, t.baseline_ms.median);
-  j.key("verification");
-  write_check(j, baseline_check);
-  j.end_object();
-  j.key("candidate").begin_object().field("name", t.candidate);
-  j.key("ms");
-  write_json(j, t.candidate_ms);
-  write_work(j, work, t.candidate_ms.median);
-  j.key("verification");
-  write_check(j, candidate_check);
-  j.end_object();
+  const auto side = [&](const char* role, const std::string& name, const SampleStats& ms,
+                        const Verification& check) {
+    j.key(role).begin_object().field("name", name);
+    j.key("ms");
+    write_json(j, ms);
+    write_work(j, work, ms.median);
+    j.key("verification");
+    write_check(j, check);
+    j.end_object();
+  };
+  side("baseline", t.baseline, t.baseline_ms, baseline_check);
+  side("candidate", t.candidate, t.candidate_ms, candidate_check);
   j.key("speedup");
   write_json(j, t.speedup);
   j.end_object();
