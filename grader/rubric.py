@@ -1,0 +1,400 @@
+"""A lab's rubric: labs/NN_topic/grading.toml read into dataclasses and checked.
+
+The schema (every key, with lab 04's rubric as the example) is in grader/README.md.
+`load_rubric` rejects what it does not know — a misspelt key would otherwise silently
+change a grade — with a message that names the file and the problem.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .paths import LabPaths
+
+try:  # Python 3.11+
+    import tomllib as _tomllib
+
+    _TOMLError: type[Exception] = _tomllib.TOMLDecodeError
+
+    def _loads(text: str) -> dict[str, Any]:
+        return _tomllib.loads(text)
+
+except ImportError:  # Python 3.10
+    from . import _toml as _tomllib_fallback
+
+    _TOMLError = _tomllib_fallback.TOMLDecodeError
+
+    def _loads(text: str) -> dict[str, Any]:
+        return _tomllib_fallback.loads(text)
+
+
+RUBRIC_FILE = "grading.toml"
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+METRIC_TARGETS = ("bench", "tests")
+
+
+class RubricError(ValueError):
+    """A grading.toml that cannot be used; the message names the file and the problem."""
+
+
+@dataclass
+class CorrectnessGroup:
+    """Test cases matching the Catch2 spec `tests` share `points` evenly."""
+
+    name: str
+    tests: str
+    points: float
+    hint: str = ""
+
+
+@dataclass
+class MemorySafety:
+    """Cases matching `tests` run under each compute-sanitizer tool; a clean tool earns
+    its share of `points`."""
+
+    points: float
+    tests: str
+    tools: list[str]
+
+
+@dataclass
+class Performance:
+    """The bench comparison `comparison`, scored against the reference (DESIGN §6)."""
+
+    points: float
+    bench_args: list[str]
+    comparison: str
+    requires: list[str]
+    full_credit_ratio: float = 1.2
+    review_ratio: float = 10.0
+
+
+@dataclass
+class Metric:
+    """A profiler (ncu) metric measured on kernels whose name matches `kernel_regex`."""
+
+    name: str
+    target: str = "bench"  # "bench": run the bench with `args`; "tests": args is a Catch2 spec
+    args: list[str] = field(default_factory=list)
+    kernel_regex: str = ""
+    metric: str = ""
+    per: str | None = None  # denominator metric, measured on the same launches
+    baseline_kernel_regex: str | None = None  # divide by the same measured on these kernels
+    expect_min: float | None = None
+    expect_max: float | None = None
+    points: float = 0.0
+    requires: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StaticRules:
+    """Forbidden undefined symbols of the student's object file (substring match unless
+    allowed explicitly) and forbidden source text."""
+
+    deny_symbols: list[str] = field(default_factory=list)
+    allow_symbols: list[str] = field(default_factory=list)
+    deny_source: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Rubric:
+    lab: LabPaths
+    title: str
+    student_files: list[str]  # relative to the repository root
+    test_timeout_s: float = 300.0
+    build_timeout_s: float = 600.0
+    correctness: list[CorrectnessGroup] = field(default_factory=list)
+    memory_safety: MemorySafety | None = None
+    performance: Performance | None = None
+    metrics: list[Metric] = field(default_factory=list)
+    static: StaticRules = field(default_factory=StaticRules)
+
+    @property
+    def max_points(self) -> float:
+        total = sum(g.points for g in self.correctness)
+        total += self.memory_safety.points if self.memory_safety else 0.0
+        total += self.performance.points if self.performance else 0.0
+        total += sum(m.points for m in self.metrics)
+        return total
+
+    @property
+    def path(self) -> Path:
+        return self.lab.lab_dir / RUBRIC_FILE
+
+    def group(self, name: str) -> CorrectnessGroup:
+        """The correctness group called `name`; KeyError when there is none."""
+        for g in self.correctness:
+            if g.name == name:
+                return g
+        raise KeyError(name)
+
+
+# --- checking ------------------------------------------------------------------------------
+
+class _Checker:
+    """Typed access to one table of the document, collecting the keys it has read."""
+
+    def __init__(self, file: str, where: str, table: Any) -> None:
+        self.file = file
+        self.where = where
+        if not isinstance(table, dict):
+            raise self.fail(f"{where} must be a table, not {_type_name(table)}")
+        self.table = table
+
+    def fail(self, problem: str) -> RubricError:
+        return RubricError(f"{self.file}: {problem}")
+
+    def _get(self, key: str, required: bool) -> Any:
+        if key not in self.table:
+            if required:
+                raise self.fail(f"{self.where} is missing the required key '{key}'")
+            return None
+        return self.table[key]
+
+    def string(self, key: str, required: bool = True, default: str | None = "") -> str | None:
+        value = self._get(key, required)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.fail(f"{self.where}.{key} must be a string, not {_type_name(value)}")
+        return value
+
+    def number(self, key: str, required: bool = True, default: float | None = 0.0,
+               minimum: float | None = None, above: float | None = None) -> float | None:
+        value = self._get(key, required)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(f"{self.where}.{key} must be a number, not {_type_name(value)}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise self.fail(f"{self.where}.{key} must be a finite number, not {value}")
+        if minimum is not None and value < minimum:
+            raise self.fail(f"{self.where}.{key} must be at least {minimum:g}, not {value:g}")
+        if above is not None and value <= above:
+            raise self.fail(f"{self.where}.{key} must be greater than {above:g}, not {value:g}")
+        return value
+
+    def strings(self, key: str, required: bool = True) -> list[str]:
+        value = self._get(key, required)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(f"{self.where}.{key} must be an array of strings, "
+                            f"not {_type_name(value)}")
+        return list(value)
+
+    def only(self, allowed: tuple[str, ...]) -> None:
+        for key in self.table:
+            if key not in allowed:
+                raise self.fail(f"unknown key '{key}' in {self.where} "
+                                f"(known keys: {', '.join(allowed)})")
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value})"
+    if isinstance(value, str):
+        return f"a string ({value!r})"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return type(value).__name__
+
+
+def _regex(check: _Checker, key: str, value: str | None) -> None:
+    if value:
+        try:
+            re.compile(value)
+        except re.error as err:
+            raise check.fail(f"{check.where}.{key} is not a valid regular expression: {err}") from err
+
+
+def _student_files(lab: LabPaths, check: _Checker) -> list[str]:
+    files = check.strings("student_files")
+    if not files:
+        raise check.fail("student_files must name at least one file")
+    lab_dir = lab.lab_dir.resolve()
+    out = []
+    for name in files:
+        path = Path(name)
+        if path.is_absolute() or ".." in path.parts:
+            raise check.fail(f"student file '{name}' must be a path relative to the repository "
+                             f"root inside labs/{lab.folder}/")
+        resolved = (lab.root / path).resolve()
+        if resolved == lab_dir or lab_dir not in resolved.parents:
+            raise check.fail(f"student file '{name}' is outside the lab folder labs/{lab.folder}/")
+        if resolved.name == RUBRIC_FILE or "tests" in resolved.relative_to(lab_dir).parts[:-1]:
+            raise check.fail(f"student file '{name}' may not be the rubric or a test file")
+        if name in out:
+            raise check.fail(f"student file '{name}' is listed twice")
+        out.append(name)
+    return out
+
+
+def _requires(check: _Checker, groups: list[CorrectnessGroup]) -> list[str]:
+    names = {g.name for g in groups}
+    required = check.strings("requires", required=False)
+    for name in required:
+        if name not in names:
+            known = ", ".join(repr(n) for n in sorted(names)) or "none"
+            raise check.fail(f"{check.where}.requires names '{name}', which is not a "
+                             f"[[correctness]] group (groups: {known})")
+    return required
+
+
+def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
+    """A rubric from grading.toml text; `file` names it in error messages."""
+    file = file or f"labs/{lab.folder}/{RUBRIC_FILE}"
+    try:
+        doc = _loads(text)
+    except _TOMLError as err:
+        raise RubricError(f"{file}: not valid TOML: {err}") from err
+
+    top = _Checker(file, "the top level", doc)
+    top.only(("student_files", "lab", "correctness", "memory_safety", "performance",
+              "metrics", "static"))
+    student_files = _student_files(lab, top)
+
+    if "lab" not in doc:
+        raise top.fail("the [lab] table (with its title) is missing")
+    lab_t = _Checker(file, "[lab]", doc["lab"])
+    lab_t.only(("title", "test_timeout_s", "build_timeout_s"))
+    title = lab_t.string("title")
+    if not title.strip():
+        raise lab_t.fail("[lab].title must not be empty")
+    test_timeout = lab_t.number("test_timeout_s", required=False, default=300.0, above=0)
+    build_timeout = lab_t.number("build_timeout_s", required=False, default=600.0, above=0)
+
+    groups: list[CorrectnessGroup] = []
+    raw_groups = doc.get("correctness", [])
+    if not isinstance(raw_groups, list):
+        raise top.fail("correctness must be an array of tables ([[correctness]])")
+    for i, raw in enumerate(raw_groups):
+        c = _Checker(file, f"[[correctness]] #{i + 1}", raw)
+        c.only(("name", "tests", "points", "hint"))
+        name = c.string("name")
+        c.where = f"[[correctness]] '{name}'"
+        if not name.strip():
+            raise c.fail(f"[[correctness]] #{i + 1} has an empty name")
+        if any(g.name == name for g in groups):
+            raise c.fail(f"two [[correctness]] groups are called '{name}'")
+        tests = c.string("tests")
+        if not tests.strip():
+            raise c.fail(f"{c.where}.tests must not be empty")
+        groups.append(CorrectnessGroup(name, tests, c.number("points", minimum=0),
+                                       c.string("hint", required=False)))
+
+    memory = None
+    if "memory_safety" in doc:
+        m = _Checker(file, "[memory_safety]", doc["memory_safety"])
+        m.only(("points", "tests", "tools"))
+        tools = m.strings("tools")
+        if not tools:
+            raise m.fail("[memory_safety].tools must name at least one tool")
+        for tool in tools:
+            if tool not in SANITIZER_TOOLS:
+                raise m.fail(f"[memory_safety].tools: unknown compute-sanitizer tool '{tool}' "
+                             f"(known: {', '.join(SANITIZER_TOOLS)})")
+        if len(set(tools)) != len(tools):
+            raise m.fail("[memory_safety].tools lists a tool twice")
+        memory = MemorySafety(m.number("points", minimum=0), m.string("tests"), tools)
+
+    performance = None
+    if "performance" in doc:
+        p = _Checker(file, "[performance]", doc["performance"])
+        p.only(("points", "bench_args", "comparison", "requires", "full_credit_ratio",
+                "review_ratio"))
+        comparison = p.string("comparison")
+        if not comparison.strip():
+            raise p.fail("[performance].comparison must name a comparison of the bench")
+        full = p.number("full_credit_ratio", required=False, default=1.2, minimum=1.0)
+        review = p.number("review_ratio", required=False, default=10.0, above=1.0)
+        performance = Performance(p.number("points", minimum=0),
+                                  p.strings("bench_args", required=False), comparison,
+                                  _requires(p, groups), full, review)
+
+    metrics: list[Metric] = []
+    raw_metrics = doc.get("metrics", [])
+    if not isinstance(raw_metrics, list):
+        raise top.fail("metrics must be an array of tables ([[metrics]])")
+    for i, raw in enumerate(raw_metrics):
+        c = _Checker(file, f"[[metrics]] #{i + 1}", raw)
+        c.only(("name", "target", "args", "kernel_regex", "metric", "per",
+                "baseline_kernel_regex", "expect_min", "expect_max", "points", "requires"))
+        name = c.string("name")
+        c.where = f"[[metrics]] '{name}'"
+        if any(x.name == name for x in metrics):
+            raise c.fail(f"two [[metrics]] entries are called '{name}'")
+        target = c.string("target", required=False, default="bench")
+        if target not in METRIC_TARGETS:
+            raise c.fail(f"{c.where}.target must be \"bench\" or \"tests\", not {target!r}")
+        if target == "tests" and isinstance(c.table.get("args"), str):
+            args = [c.table["args"]]  # a Catch2 spec may be given as one string
+        else:
+            args = c.strings("args", required=False)
+        kernel_regex = c.string("kernel_regex")
+        _regex(c, "kernel_regex", kernel_regex)
+        metric = c.string("metric")
+        if not metric.strip():
+            raise c.fail(f"{c.where}.metric must name an ncu metric")
+        baseline = c.string("baseline_kernel_regex", required=False, default=None)
+        _regex(c, "baseline_kernel_regex", baseline)
+        lo = c.number("expect_min", required=False, default=None)
+        hi = c.number("expect_max", required=False, default=None)
+        if lo is not None and hi is not None and lo > hi:
+            raise c.fail(f"{c.where}: expect_min ({lo:g}) is greater than expect_max ({hi:g})")
+        points = c.number("points", required=False, default=0.0, minimum=0)
+        if points > 0 and lo is None and hi is None:
+            raise c.fail(f"{c.where} earns points but has neither expect_min nor expect_max")
+        metrics.append(Metric(name, target, args, kernel_regex, metric,
+                              c.string("per", required=False, default=None), baseline,
+                              lo, hi, points, _requires(c, groups)))
+
+    static = StaticRules()
+    if "static" in doc:
+        s = _Checker(file, "[static]", doc["static"])
+        s.only(("deny_symbols", "allow_symbols", "deny_source"))
+        static = StaticRules(s.strings("deny_symbols", required=False),
+                             s.strings("allow_symbols", required=False),
+                             s.strings("deny_source", required=False))
+
+    return Rubric(lab, title, student_files, test_timeout, build_timeout, groups, memory,
+                  performance, metrics, static)
+
+
+def load_rubric(lab: LabPaths) -> Rubric:
+    """The rubric of `lab` (labs/NN_topic/grading.toml); raises RubricError."""
+    path = lab.lab_dir / RUBRIC_FILE
+    file = f"labs/{lab.folder}/{RUBRIC_FILE}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as err:
+        raise RubricError(f"{file}: no rubric (the file does not exist)") from err
+    except (OSError, UnicodeDecodeError) as err:
+        raise RubricError(f"{file}: cannot be read: {err}") from err
+    return parse_rubric(lab, text, file)
+
+
+def rubric_warnings(rubric: Rubric) -> list[str]:
+    """Things that are allowed but probably unintended (e.g. points not totalling 100)."""
+    warnings = []
+    file = f"labs/{rubric.lab.folder}/{RUBRIC_FILE}"
+    if abs(rubric.max_points - 100.0) > 1e-9:
+        warnings.append(f"{file}: the points total {rubric.max_points:g}, not 100")
+    if not rubric.correctness:
+        warnings.append(f"{file}: no [[correctness]] groups")
+    for f in rubric.student_files:
+        if not (rubric.lab.root / f).is_file():
+            warnings.append(f"{file}: student file '{f}' does not exist")
+    if rubric.performance and not rubric.performance.requires:
+        warnings.append(f"{file}: [performance] requires no correctness group, so a wrong "
+                        "kernel could earn speed points")
+    return warnings

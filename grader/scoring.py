@@ -1,0 +1,178 @@
+"""Points from measurements (DESIGN §6). Pure functions: no I/O, no GPU.
+
+Every function that can award less than full marks also says why, in a sentence a
+student understands; the reason goes into PartResult.reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+from .result import GRADED, NOT_GRADED, NOT_MEASURED, REVIEW, GradeResult, LabResult
+
+ROUND = 4  # decimal places kept in points
+
+
+def _round(x: float) -> float:
+    return round(x + 0.0, ROUND) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+
+def group_points(passed: int, total: int, points: float) -> float:
+    """`points` split evenly over `total` test cases, for the `passed` of them.
+
+    A group that matched no test cases earns nothing (the grader reports that as a
+    problem with the rubric, not as the student's)."""
+    if total <= 0 or passed <= 0:
+        return 0.0
+    passed = min(passed, total)
+    return _round(points * passed / total)
+
+
+@dataclass
+class SpeedScore:
+    points: float
+    status: str  # GRADED, REVIEW or NOT_MEASURED (from grader.result)
+    reason: str
+    time_ratio: float | None  # student time / reference time; None when not measurable
+
+
+def speed_points(student_speedup: float, reference_speedup: float, points: float,
+                 full_credit_ratio: float = 1.2, review_ratio: float = 10.0) -> SpeedScore:
+    """Speed points from two speedups over the same baseline, measured in one run.
+
+    The speedups are baseline time / kernel time, so student time / reference time =
+    reference_speedup / student_speedup. Full credit when that ratio is at most
+    `full_credit_ratio`; none when the student's kernel is no faster than the baseline
+    (speedup <= 1); in between, linear in the speedup, from 0 at 1x to full credit at
+    reference_speedup / full_credit_ratio. A speedup more than `review_ratio` times the
+    reference's is flagged for review and earns nothing until a person looks at it.
+
+    When the reference is itself barely faster than the baseline (reference_speedup /
+    full_credit_ratio <= 1), any kernel faster than the baseline is within the ratio and
+    earns full credit; there is no proportional band and no division by zero.
+    """
+    if not (isinstance(reference_speedup, (int, float)) and math.isfinite(reference_speedup)
+            and reference_speedup > 0):
+        return SpeedScore(0.0, NOT_MEASURED, "The reference solution's speed could not be "
+                          "measured in this run, so no speed points were given either way.",
+                          None)
+    if not (isinstance(student_speedup, (int, float)) and math.isfinite(student_speedup)
+            and student_speedup > 0):
+        return SpeedScore(0.0, NOT_MEASURED, "Your kernel's speed could not be measured in "
+                          "this run, so no speed points were given.", None)
+    ratio = reference_speedup / student_speedup
+    rel = (f"{student_speedup:.2f}x the baseline's speed (the reference reaches "
+           f"{reference_speedup:.2f}x); your kernel took {ratio:.2f}x the reference's time")
+    if student_speedup > review_ratio * reference_speedup:
+        return SpeedScore(0.0, REVIEW, f"Your kernel measured {student_speedup:.2f}x the "
+                          f"baseline's speed, more than {review_ratio:g}x the reference's "
+                          f"{reference_speedup:.2f}x, which is implausible: it has been "
+                          "flagged for review by the course staff and earns no speed points "
+                          "until reviewed.", ratio)
+    if student_speedup <= 1.0:
+        return SpeedScore(0.0, GRADED, f"Your kernel was no faster than the baseline "
+                          f"({student_speedup:.2f}x its speed; the reference reaches "
+                          f"{reference_speedup:.2f}x), and speed points start only above the "
+                          "baseline's speed.", ratio)
+    if ratio <= full_credit_ratio:
+        return SpeedScore(_round(points), GRADED, f"Full speed points: {rel}, within the "
+                          f"{full_credit_ratio:g}x allowed.", ratio)
+    target = reference_speedup / full_credit_ratio  # > student_speedup > 1 here
+    earned = points * (student_speedup - 1.0) / (target - 1.0)
+    earned = min(max(earned, 0.0), points)
+    return SpeedScore(_round(earned), GRADED, f"Partial speed points: {rel}; full points need "
+                      f"a time within {full_credit_ratio:g}x the reference's (a speedup of "
+                      f"{target:.2f}x or more).", ratio)
+
+
+class PointsScore(float):
+    """Points (a float, usable as one) with the status and the reason beside them."""
+
+    status: str
+    reason: str
+    details: dict
+
+    def __new__(cls, points: float, status: str, reason: str, details: dict | None = None):
+        obj = super().__new__(cls, points)
+        obj.status = status
+        obj.reason = reason
+        obj.details = details or {}
+        return obj
+
+    @property
+    def points(self) -> float:
+        return float(self)
+
+
+def sanitizer_points(summaries: Iterable, points: float) -> PointsScore:
+    """Memory-safety points: each compute-sanitizer tool that ran to the end and reported
+    no errors earns an equal share. `summaries` are parsers.SanitizerSummary objects, one
+    per tool. The result is a float with `.status`, `.reason` and `.details`
+    (tool -> errors, None where the tool did not finish)."""
+    summaries = list(summaries)
+    if not summaries:
+        return PointsScore(0.0, NOT_MEASURED, "compute-sanitizer was not run, so memory "
+                           "safety was not measured (no points either way).")
+    share = points / len(summaries)
+    earned = 0.0
+    problems = []
+    details: dict = {}
+    for s in summaries:
+        complete = getattr(s, "complete", True)
+        details[s.tool] = s.errors if complete else None
+        if s.ok:
+            earned += share
+        elif not complete:
+            problems.append(f"{s.tool} did not finish (the program crashed or timed out "
+                            "under it)")
+        else:
+            problems.append(f"{s.tool} reported {_count(s.errors, 'error')}"
+                            + (f": {_first_line(s.messages[0])}" if s.messages else ""))
+    if not problems:
+        tools = ", ".join(s.tool for s in summaries)
+        return PointsScore(_round(earned), GRADED, f"No errors reported by {tools}.", details)
+    return PointsScore(_round(earned), GRADED, "; ".join(problems) + ".", details)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line.rstrip(".")
+
+
+def lab_totals(lab_result: LabResult) -> tuple[float, float]:
+    """(points, max_points) of a lab: the sum over its parts, stored on the lab too.
+
+    Parts not graded (no GPU) or not measured count towards max_points with 0 points, so
+    a grade without a GPU reads "40 / 100", never "40 / 40"."""
+    points = _round(sum(p.points for p in lab_result.parts))
+    max_points = _round(sum(p.max_points for p in lab_result.parts))
+    lab_result.points, lab_result.max_points = points, max_points
+    return points, max_points
+
+
+def grade_totals(grade_result: GradeResult) -> tuple[float, float]:
+    """(points, max_points) over every lab (each lab's totals recomputed from its parts),
+    stored on the grade too."""
+    points = max_points = 0.0
+    for lab in grade_result.labs:
+        p, m = lab_totals(lab)
+        points += p
+        max_points += m
+    grade_result.points, grade_result.max_points = _round(points), _round(max_points)
+    return grade_result.points, grade_result.max_points
+
+
+def not_graded_reason(kind: str) -> str:
+    """The standard sentence for a GPU part graded without a CUDA device."""
+    return f"Not graded: no CUDA device, so this {kind.replace('_', ' ')} part was not run."
+
+
+__all__ = ["GRADED", "NOT_GRADED", "NOT_MEASURED", "REVIEW", "SpeedScore", "PointsScore",
+           "group_points", "speed_points", "sanitizer_points", "lab_totals", "grade_totals",
+           "not_graded_reason"]

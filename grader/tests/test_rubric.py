@@ -1,0 +1,257 @@
+"""grading.toml: loading, checking, and the fallback TOML reader against tomllib."""
+
+import math
+import shutil
+import tempfile
+import unittest
+from pathlib import Path
+
+from grader import _toml
+from grader.paths import ROOT, LabPaths, discover_labs
+from grader.rubric import Rubric, RubricError, load_rubric, parse_rubric, rubric_warnings
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: nothing to compare against
+    tomllib = None
+
+LAB = LabPaths("04_tiled_matmul", "04", "tiled_matmul", ROOT)
+
+GOOD = """\
+student_files = ["labs/04_tiled_matmul/tiled_matmul.cu"]
+
+[lab]
+title = "Tiled matrix multiplication"
+
+[[correctness]]
+name = "Model"
+tests = "[lab04][model]"
+points = 30
+
+[[correctness]]
+name = "Kernel"
+tests = "[lab04][tiled]"
+points = 40
+hint = "two barriers per phase"
+
+[memory_safety]
+points = 10
+tests = "[lab04][sanitizer]"
+tools = ["memcheck", "racecheck"]
+
+[performance]
+points = 15
+bench_args = ["--n", "4096"]
+comparison = "tiled"
+requires = ["Kernel"]
+
+[[metrics]]
+name = "requests per naive request"
+kernel_regex = "tiled_kernel"
+metric = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+baseline_kernel_regex = "naive_kernel"
+expect_max = 0.1
+points = 5
+
+[static]
+deny_symbols = ["cublas"]
+"""
+
+
+def with_line(text: str, old: str, new: str) -> str:
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+class LoadRubricTest(unittest.TestCase):
+    def test_parses_every_section(self):
+        r = parse_rubric(LAB, GOOD)
+        self.assertIsInstance(r, Rubric)
+        self.assertEqual(r.title, "Tiled matrix multiplication")
+        self.assertEqual(r.test_timeout_s, 300.0)
+        self.assertEqual(r.build_timeout_s, 600.0)
+        self.assertEqual([g.name for g in r.correctness], ["Model", "Kernel"])
+        self.assertEqual(r.correctness[1].hint, "two barriers per phase")
+        self.assertEqual(r.memory_safety.tools, ["memcheck", "racecheck"])
+        self.assertEqual(r.performance.full_credit_ratio, 1.2)
+        self.assertEqual(r.performance.review_ratio, 10.0)
+        self.assertEqual(r.performance.requires, ["Kernel"])
+        m = r.metrics[0]
+        self.assertEqual((m.target, m.args, m.per, m.expect_min, m.expect_max),
+                         ("bench", [], None, None, 0.1))
+        self.assertEqual(r.static.deny_symbols, ["cublas"])
+        self.assertEqual(r.static.allow_symbols, [])
+        self.assertEqual(r.max_points, 100.0)
+        self.assertEqual(rubric_warnings(r), [])
+
+    def test_every_lab_rubric_in_the_repository_loads(self):
+        labs = [lab for lab in discover_labs() if (lab.lab_dir / "grading.toml").is_file()]
+        self.assertTrue(labs, "no grading.toml found in labs/")
+        for lab in labs:
+            with self.subTest(lab=lab.folder):
+                r = load_rubric(lab)
+                self.assertGreater(r.max_points, 0)
+                for f in r.student_files:
+                    self.assertTrue(f.startswith(f"labs/{lab.folder}/"), f)
+
+    def test_lab04_rubric(self):
+        r = load_rubric(LAB)
+        self.assertEqual(r.max_points, 100.0)
+        self.assertEqual(r.student_files, ["labs/04_tiled_matmul/tiled_matmul.cu"])
+        self.assertEqual(r.performance.comparison, "tiled")
+        self.assertIn("fopen", r.static.deny_symbols)
+
+    def assertRejects(self, text: str, *fragments: str):
+        with self.assertRaises(RubricError) as ctx:
+            parse_rubric(LAB, text)
+        message = str(ctx.exception)
+        self.assertIn("labs/04_tiled_matmul/grading.toml", message)
+        for fragment in fragments:
+            self.assertIn(fragment, message)
+
+    def test_unknown_keys_are_rejected(self):
+        self.assertRejects(GOOD + "\n[extra]\nx = 1\n", "unknown key 'extra'")
+        self.assertRejects(with_line(GOOD, "points = 30", "points = 30\npoint = 1"),
+                           "unknown key 'point'", "[[correctness]]")
+        self.assertRejects(with_line(GOOD, 'comparison = "tiled"',
+                                     'comparison = "tiled"\nfull_credit = 2'),
+                           "unknown key 'full_credit'", "[performance]")
+
+    def test_wrong_types_are_rejected(self):
+        self.assertRejects(with_line(GOOD, "points = 30", 'points = "30"'),
+                           "points must be a number")
+        self.assertRejects(with_line(GOOD, "points = 30", "points = true"),
+                           "points must be a number")
+        self.assertRejects(with_line(GOOD, 'bench_args = ["--n", "4096"]',
+                                     'bench_args = ["--n", 4096]'),
+                           "bench_args must be an array of strings")
+        self.assertRejects(with_line(GOOD, 'title = "Tiled matrix multiplication"', "title = 4"),
+                           "title must be a string")
+        self.assertRejects(with_line(GOOD, "points = 30", "points = -1"), "at least 0")
+
+    def test_student_files_must_stay_in_the_lab_folder(self):
+        for bad in ('"labs/02_coalescing/coalescing.cu"', '"solutions/04_tiled_matmul/x.cu"',
+                    '"labs/04_tiled_matmul/../../common/src/bench.cpp"', '"/etc/passwd"',
+                    '"labs/04_tiled_matmul/tests/tiled_tests.cpp"'):
+            with self.subTest(bad=bad):
+                self.assertRejects(with_line(GOOD, '"labs/04_tiled_matmul/tiled_matmul.cu"', bad),
+                                   "student file")
+        self.assertRejects(with_line(GOOD, 'student_files = ["labs/04_tiled_matmul/tiled_matmul.cu"]',
+                                     "student_files = []"), "at least one")
+
+    def test_references_and_values_are_checked(self):
+        self.assertRejects(with_line(GOOD, 'requires = ["Kernel"]', 'requires = ["Kernal"]'),
+                           "'Kernal'", "not a [[correctness]] group")
+        self.assertRejects(with_line(GOOD, 'tools = ["memcheck", "racecheck"]',
+                                     'tools = ["memcheck", "leakcheck"]'), "leakcheck")
+        self.assertRejects(with_line(GOOD, 'kernel_regex = "tiled_kernel"',
+                                     'kernel_regex = "tiled_(kernel"'), "regular expression")
+        self.assertRejects(with_line(GOOD, "expect_max = 0.1", "expect_min = 1\nexpect_max = 0.1"),
+                           "expect_min")
+        self.assertRejects(with_line(GOOD, 'name = "Kernel"', 'name = "Model"'), "two")
+        self.assertRejects(with_line(GOOD, 'comparison = "tiled"',
+                                     'comparison = "tiled"\nfull_credit_ratio = 0.5'),
+                           "full_credit_ratio")
+        self.assertRejects(GOOD.replace('[lab]\ntitle = "Tiled matrix multiplication"\n', ""),
+                           "[lab]")
+        self.assertRejects(with_line(GOOD, "expect_max = 0.1\n", ""), "expect_min nor expect_max")
+
+    def test_invalid_toml_names_the_file(self):
+        self.assertRejects(GOOD + "\n[lab\n", "not valid TOML")
+
+    def test_missing_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "labs" / "09_empty").mkdir(parents=True)
+            lab = LabPaths("09_empty", "09", "empty", Path(tmp))
+            with self.assertRaises(RubricError) as ctx:
+                load_rubric(lab)
+            self.assertIn("labs/09_empty/grading.toml", str(ctx.exception))
+
+    def test_defaults_and_warnings(self):
+        text = ('student_files = ["labs/04_tiled_matmul/tiled_matmul.cu"]\n'
+                '[lab]\ntitle = "T"\ntest_timeout_s = 30\n'
+                '[[correctness]]\nname = "A"\ntests = "[a]"\npoints = 50\n'
+                '[[metrics]]\nname = "m"\ntarget = "tests"\nargs = "[lab04][tiled]"\n'
+                'kernel_regex = "k"\nmetric = "x.sum"\n')
+        r = parse_rubric(LAB, text)
+        self.assertIsNone(r.memory_safety)
+        self.assertIsNone(r.performance)
+        self.assertEqual(r.test_timeout_s, 30.0)
+        self.assertEqual(r.metrics[0].args, ["[lab04][tiled]"])
+        self.assertEqual(r.max_points, 50.0)
+        self.assertTrue(any("not 100" in w for w in rubric_warnings(r)))
+
+    def test_copy_of_lab_is_read_from_its_own_root(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            lab_dir = root / "labs" / "04_tiled_matmul"
+            lab_dir.mkdir(parents=True)
+            shutil.copy(ROOT / "labs" / "04_tiled_matmul" / "grading.toml", lab_dir)
+            r = load_rubric(LabPaths("04_tiled_matmul", "04", "tiled_matmul", root))
+            self.assertEqual(r.max_points, 100.0)
+
+
+class FallbackTomlTest(unittest.TestCase):
+    @unittest.skipIf(tomllib is None, "tomllib needs Python 3.11")
+    def test_agrees_with_tomllib_on_every_rubric(self):
+        files = sorted((ROOT / "labs").glob("*/grading.toml"))
+        self.assertTrue(files)
+        for path in files:
+            with self.subTest(file=path.parent.name):
+                text = path.read_text()
+                self.assertEqual(_toml.loads(text), tomllib.loads(text))
+
+    @unittest.skipIf(tomllib is None, "tomllib needs Python 3.11")
+    def test_agrees_with_tomllib_on_the_subset(self):
+        text = '''# comment
+a = 1
+b = -2_000
+c = 3.5e-2
+d = +inf
+e = "tab\\tquote\\" \\u00e9"
+f = 'C:\\raw'
+g = [1, 2,
+     3, # trailing
+]
+h = [["x", 'y'], []]
+i = true
+j = false
+k = """
+first
+  second"""
+l = \'\'\'literal\\n\'\'\'
+"quoted key" = 0x1F
+m.n = 1
+o = {p = 1, q = "r"}
+
+[t]
+u = 1
+[t.v]
+w = 2
+
+[[arr]]
+x = 1
+[[arr]]
+x = 2
+[arr.sub]
+y = 3
+'''
+        self.assertEqual(_toml.loads(text), tomllib.loads(text))
+
+    def test_nan_and_values(self):
+        doc = _toml.loads("x = nan\ny = 0.5\nz = 0\n")
+        self.assertTrue(math.isnan(doc["x"]))
+        self.assertEqual((doc["y"], doc["z"]), (0.5, 0))
+
+    def test_errors_name_the_line(self):
+        for bad, line in (('a = 1\nb = "unterminated\n', 2), ("a = 1\na = 2\n", 2),
+                          ("[t]\n[t]\n", 2), ("a = [1, 2\nb = 3\n", 2), ("a = 1979-05-27\n", 1),
+                          ("a = 1 b = 2\n", 1), ("= 1\n", 1), ("a = 01\n", 1)):
+            with self.subTest(bad=bad):
+                with self.assertRaises(_toml.TOMLDecodeError) as ctx:
+                    _toml.loads(bad)
+                self.assertIn(f"line {line}", str(ctx.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
