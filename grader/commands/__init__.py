@@ -1,0 +1,12 @@
+"""The grader's subcommands: each module has `add_parser(subparsers)` and `run(args) -> int`."""
+
+from . import check, doctor, expect_fail, grade, list_labs, skeleton
+
+COMMANDS = {
+    "doctor": doctor,
+    "list": list_labs,
+    "check": check,
+    "grade": grade,
+    "skeleton": skeleton,
+    "expect-fail": expect_fail,
+}

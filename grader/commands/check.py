@@ -1,0 +1,79 @@
+"""`check NN [NN...]`: the student's command. Grades this working copy's own files for the
+given labs, as the instructor's grader would (private build, hidden tests, static checks,
+timing on a GPU), and explains each failure: the test, its size and seed, got vs expected,
+and the hint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..paths import ROOT
+from ..result import PASSED, GradeResult
+from . import grade as grade_cmd
+from ._common import choose_labs, table, write_result
+
+HELP = "grade your own work for the given labs and explain what fails"
+WORK = ROOT / ".grader" / "work"
+LAST = ROOT / ".grader" / "last"
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("check", help=HELP, description=HELP)
+    p.add_argument("labs", nargs="+", help="lab numbers, e.g. 04 (or 4, or 04_tiled_matmul)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="rerun with the seed a failure printed (default: a fresh one)")
+    p.add_argument("--no-gpu", action="store_true", help="skip the GPU parts")
+    p.add_argument("--build-timeout", type=float, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--test-timeout", type=float, default=None, help=argparse.SUPPRESS)
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    return p
+
+
+def feedback(result: GradeResult, limit: int = 6) -> str:
+    """What failed and why, for each lab: the student reads this first."""
+    out: list[str] = []
+    for lab in result.labs:
+        problems = []
+        for part in lab.parts:
+            if part.kind in ("build", "static") and part.reason:
+                problems.append(f"  {part.name}: {part.reason}")
+        failing = [t for t in lab.tests if t.status != PASSED and t.status != "not_run"]
+        for test in failing[:limit]:
+            where = " (hidden test)" if test.hidden else ""
+            problems.append(f"  ✗ {test.name}{where} — {test.status} [{test.group}]")
+            for msg in test.messages[:6]:
+                for line in msg.strip().splitlines()[:8]:
+                    problems.append(f"      {line}")
+        if len(failing) > limit:
+            problems.append(f"  … and {len(failing) - limit} more failing test case(s)")
+        for part in lab.parts:
+            if part.kind in ("memory_safety", "performance", "metric") and part.reason:
+                problems.append(f"  {part.name}: {part.reason}")
+        if problems:
+            out.append(f"{lab.lab}:")
+            out.extend(problems)
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        labs = choose_labs(args.labs)
+    except KeyError as err:
+        print(f"check: {err.args[0]}", file=sys.stderr)
+        return 1
+    WORK.parent.mkdir(parents=True, exist_ok=True)
+    result, status = grade_cmd.grade_with(args, ROOT, labs, WORK)
+    write_result(result, LAST)
+    text = feedback(result)
+    if text:
+        print(text)
+        print()
+    print(table(result))
+    print(f"seed {result.seed} (rerun: python3 -m grader check {' '.join(args.labs)} "
+          f"--seed {result.seed}); details in {Path(LAST, 'result.json').relative_to(ROOT)}")
+    for problem in result.errors:
+        print(f"grader: {problem}", file=sys.stderr)
+    return status

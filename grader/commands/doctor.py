@@ -1,0 +1,106 @@
+"""`doctor`: what this machine can grade — GPU(s), tools and versions — and what each
+missing piece costs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..tools import find_catch2, probe_toolchain, query_gpus
+
+HELP = "show this machine's GPU(s) and tools, and what a missing one means for grading"
+
+# What grading loses without each piece.
+COSTS = {
+    "cmake": "nothing can be built or graded (CMake >= 3.24 is required)",
+    "ninja": "builds use Make instead (slower, otherwise the same)",
+    "nvcc": "nothing can be built or graded (the CUDA toolkit's compiler is required)",
+    "g++": "nothing can be built (the host compiler is required)",
+    "nm": "the forbidden-function check on the compiled file is skipped (binutils)",
+    "compute-sanitizer": "memory-safety parts are 'not measured' (no points either way)",
+    "ncu": "profiler metrics are 'not measured' (no points either way)",
+    "nvidia-smi": "device facts (clocks, temperature) are not recorded",
+    "catch2": "the tests cannot be built (install Catch2 2.x or 3.x, or set CMAKE_PREFIX_PATH)",
+}
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("doctor", help=HELP, description=HELP)
+    p.add_argument("--json", action="store_true", help="print the findings as JSON")
+    return p
+
+
+
+
+def run(args: argparse.Namespace) -> int:
+    tc = probe_toolchain()
+    catch_version, catch_where = find_catch2()
+    gpus, why = query_gpus()
+    found = {"gpus": [g.as_dict() for g in gpus], "no_gpu_reason": why or None,
+             "tools": {k: {"path": tc.paths.get(k), "version": v} for k, v in tc.versions.items()},
+             "catch2": {"version": catch_version, "where": catch_where or None}}
+    profiling = _profiling_allowed()
+    found["profiler_counters"] = profiling
+    if args.json:
+        print(json.dumps(found, indent=2))
+        return 0 if _can_build(tc, catch_version) else 1
+
+    print("GPU")
+    if gpus:
+        for g in gpus:
+            extra = []
+            if g.memory_mib:
+                extra.append(f"{g.memory_mib / 1024:.0f} GiB")
+            if g.sm_clock_mhz:
+                extra.append(f"SM clock now {g.sm_clock_mhz} MHz")
+            if g.temperature_c is not None:
+                extra.append(f"{g.temperature_c} C")
+            print(f"  ok    GPU {g.index}: {g.name}, compute capability {g.compute_capability}, "
+                  f"driver {g.driver}" + (f" ({', '.join(extra)})" if extra else ""))
+        print("        for your GPU's limits (shared memory, registers, SMs) run a lab's test "
+              "binary: it prints them, or see `nvidia-smi -q`")
+    else:
+        print(f"  --    no CUDA device: {why}")
+        print("        costs: GPU tests, memory safety, timing and profiler metrics are "
+              "'not graded'; host tests and static checks still run")
+    print("Tools")
+    for name in ("cmake", "ninja", "nvcc", "g++", "nm", "compute-sanitizer", "ncu",
+                 "nvidia-smi", "python3"):
+        version = tc.versions.get(name)
+        path = tc.paths.get(name)
+        if path:
+            print(f"  ok    {name:<18} {version or '?':<12} {path}")
+        else:
+            print(f"  --    {name:<18} missing: {COSTS.get(name, '')}")
+    if catch_version:
+        print(f"  ok    {'Catch2':<18} {catch_version:<12} {catch_where}")
+    else:
+        print(f"  --    {'Catch2':<18} not found by this check: {COSTS['catch2']}")
+    if tc.paths.get("ncu") and gpus and profiling is False:
+        print("  note  ncu is installed but GPU performance counters are restricted to admin "
+              "users: metrics will be 'not measured' unless the grader runs with access")
+    ok = _can_build(tc, catch_version)
+    print("Verdict")
+    if ok and gpus:
+        print("  everything can be graded here")
+    elif ok:
+        print("  builds, host tests and static checks can be graded here; GPU parts cannot")
+    else:
+        print("  nothing can be built here until the missing required tools are installed")
+    return 0 if ok else 1
+
+
+def _can_build(tc, catch_version) -> bool:
+    return all(tc.paths.get(k) for k in ("cmake", "nvcc", "g++"))
+
+
+def _profiling_allowed() -> bool | None:
+    """False when the driver restricts performance counters to admins; None if unknown."""
+    try:
+        text = open("/proc/driver/nvidia/params").read()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("RmProfilingAdminOnly"):
+            return line.split(":")[-1].strip() == "0"
+    return None
