@@ -1,0 +1,109 @@
+"""JUnit XML for CI test reports: one <testsuite> per lab, a <testcase> per test case
+(classname labNN.<group>) and per scored part (classname labNN.parts).
+
+Failed and crashed test cases carry <failure>/<error> with the test's messages; parts not
+graded or not measured, test cases not run and parts flagged for review are <skipped> with
+the reason, so a report without a GPU is never all green.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from ..result import CRASHED, ERROR, FAILED, PASSED, TIMEOUT, GradeResult, LabResult
+from . import (FAIL, FLAG, PASS, PART_LABELS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
+               part_outcome, part_reason, xml_text)
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+def _suite(lab: LabResult) -> ET.Element:
+    number = lab.lab[:2]
+    suite = ET.Element("testsuite", name=xml_text(f"{lab.lab}: {lab.title}"))
+    props = ET.SubElement(suite, "properties")
+    for key, value in (("points", fmt_points(lab.points)),
+                       ("max_points", fmt_points(lab.max_points))):
+        ET.SubElement(props, "property", name=key, value=value)
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    total_time = 0.0
+
+    for t in lab.tests:
+        case = ET.SubElement(suite, "testcase", name=xml_text(t.name),
+                             classname=xml_text(f"lab{number}.{t.group or 'tests'}"))
+        if t.seconds is not None:
+            case.set("time", f"{t.seconds:.3f}")
+            total_time += t.seconds
+        counts["tests"] += 1
+        text = xml_text("\n".join(t.messages))
+        first = _one_line(t.messages[0]) if t.messages else TEST_WORDS.get(t.status, t.status)
+        if t.status == PASSED:
+            pass
+        elif t.status == FAILED:
+            el = ET.SubElement(case, "failure", message=xml_text(first), type="failed")
+            el.text = text
+            counts["failures"] += 1
+        elif t.status in (ERROR, CRASHED, TIMEOUT):
+            el = ET.SubElement(case, "error", message=xml_text(first), type=t.status)
+            el.text = text
+            counts["errors"] += 1
+        else:  # NOT_RUN
+            ET.SubElement(case, "skipped", message=xml_text(first))
+            counts["skipped"] += 1
+        if t.max_points:
+            ET.SubElement(case, "system-out").text = (
+                f"{fmt_points(t.points)} / {fmt_points(t.max_points)} points"
+                + (" (hidden test)" if t.hidden else ""))
+
+    for p in lab.parts:
+        label = PART_LABELS.get(p.kind, p.kind)
+        name = p.name if p.name.startswith(label) else f"{label}: {p.name}"
+        case = ET.SubElement(suite, "testcase", name=xml_text(name),
+                             classname=f"lab{number}.parts")
+        counts["tests"] += 1
+        outcome = part_outcome(p)
+        reason = part_reason(p)
+        summary = (f"{fmt_points(p.points)} / {fmt_points(p.max_points)} points, "
+                   f"{STATUS_WORDS.get(p.status, p.status)}")
+        if outcome == FAIL:
+            el = ET.SubElement(case, "failure", message=xml_text(_one_line(reason)),
+                               type=p.kind)
+            el.text = xml_text(f"{summary}\n{reason}")
+            counts["failures"] += 1
+        elif outcome in (SKIP, FLAG):
+            ET.SubElement(case, "skipped", message=xml_text(_one_line(reason)))
+            counts["skipped"] += 1
+        ET.SubElement(case, "system-out").text = xml_text(
+            summary + (f"\n{reason}" if reason and outcome == PASS else ""))
+
+    for key, value in counts.items():
+        suite.set(key, str(value))
+    suite.set("time", f"{(total_time or lab.wall_seconds):.3f}")
+    return suite
+
+
+def to_junit(result: GradeResult) -> str:
+    root = ET.Element("testsuites", name=xml_text(f"CUDA Memory Labs: {result.submission}"))
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for lab in result.labs:
+        suite = _suite(lab)
+        root.append(suite)
+        for key in totals:
+            totals[key] += int(suite.get(key, "0"))
+    for key, value in totals.items():
+        root.set(key, str(value))
+    root.set("time", f"{sum(lab.wall_seconds for lab in result.labs):.3f}")
+    if result.errors:
+        suite = ET.SubElement(root, "testsuite", name="grader", tests=str(len(result.errors)),
+                              failures="0", errors=str(len(result.errors)), skipped="0")
+        for i, err in enumerate(result.errors, 1):
+            case = ET.SubElement(suite, "testcase", name=f"grader problem {i}",
+                                 classname="grader")
+            ET.SubElement(case, "error", message=xml_text(_one_line(err)),
+                          type="grader").text = xml_text(err)
+        root.set("tests", str(totals["tests"] + len(result.errors)))
+        root.set("errors", str(totals["errors"] + len(result.errors)))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,108 @@
+"""The terminal table: one row per lab with fixed columns and a unit on every number,
+the reason beside every part that lost points, colour only on a terminal without NO_COLOR."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..result import GradeResult, LabResult
+from . import (EPS, one_line, FAIL, FLAG, PASS, SKIP, fmt_points, lab_reason, part_outcome, part_reason,
+               test_counts, timing_summary)
+
+COLUMNS = (("Lab", 34, "<"), ("Tests", 14, ">"), ("Time", 11, ">"), ("Speedup", 9, ">"),
+           ("vs ref", 10, ">"), ("Points", 14, ">"))
+GREEN, YELLOW, RED, CYAN, BOLD, DIM, RESET = ("\033[32m", "\033[33m", "\033[31m", "\033[36m",
+                                              "\033[1m", "\033[2m", "\033[0m")
+DASH = "-"
+
+
+def use_color(color: bool | None) -> bool:
+    if color is not None:
+        return color
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _lab_cells(lab: LabResult) -> list[str]:
+    counts = test_counts(lab)
+    t = timing_summary(lab)
+    run = counts["total"] - counts["not_run"]
+    tests = f"{counts['passed']}/{run} passed" if counts["total"] else DASH
+    if counts["not_run"] and counts["total"]:
+        tests = f"{counts['passed']}/{counts['total']} passed"
+    return [
+        _fit(f"{lab.lab[:2]} {lab.title}", COLUMNS[0][1]),
+        tests,
+        f"{t['ms']:.3g} ms" if t["ms"] is not None else DASH,
+        f"{t['speedup']:.2f}x" if t["speedup"] is not None else DASH,
+        f"{t['vs_reference']:.2f}x ref" if t["vs_reference"] is not None else DASH,
+        f"{fmt_points(lab.points)}/{fmt_points(lab.max_points)} pts",
+    ]
+
+
+def _row(cells: list[str]) -> str:
+    out = []
+    for (name, width, align), cell in zip(COLUMNS, cells):
+        out.append(f"{cell:{align}{width}}")
+    return "  ".join(out)
+
+
+def _paint(text: str, code: str, on: bool) -> str:
+    return f"{code}{text}{RESET}" if on and code else text
+
+
+def _points_color(points: float, max_points: float, outcome: str | None = None) -> str:
+    if outcome in (SKIP,):
+        return CYAN
+    if outcome == FLAG:
+        return YELLOW
+    if max_points <= 0:
+        return RED if outcome == FAIL else ""
+    if points >= max_points - EPS:
+        return GREEN
+    return YELLOW if points > EPS else RED
+
+
+def terminal_table(result: GradeResult, color: bool | None = None) -> str:
+    on = use_color(color)
+    lines = []
+    where = (result.device or {}).get("name") if result.device else None
+    head = f"Grade for {result.submission} (seed {result.seed}"
+    head += f", {where})" if where else ", no CUDA device: GPU parts not graded)"
+    lines.append(_paint(head, BOLD, on))
+    header = _row([c[0] for c in COLUMNS])
+    lines.append(_paint(header, BOLD, on))
+    lines.append("-" * len(header))
+    for lab in result.labs:
+        cells = _lab_cells(lab)
+        row = _row(cells)
+        all_skipped = lab.parts and all(part_outcome(p) == SKIP for p in lab.parts
+                                        if p.max_points > 0)
+        code = _points_color(lab.points, lab.max_points, SKIP if all_skipped else None)
+        width = len(row) - COLUMNS[-1][1]
+        line = row[:width] + _paint(row[width:], code, on)
+        if lab.points < lab.max_points - EPS:
+            line += "  " + _paint(lab_reason(lab), DIM, on)
+        lines.append(line)
+        for p in lab.parts:
+            outcome = part_outcome(p)
+            if outcome == PASS:
+                continue
+            reason = one_line(part_reason(p), 200)
+            pts = f"{fmt_points(p.points)}/{fmt_points(p.max_points)} pts"
+            tag = {SKIP: "not graded" if p.status == "not_graded" else "not measured",
+                   FLAG: "review"}.get(outcome, "")
+            label = f"{p.name}" + (f" [{tag}]" if tag else "")
+            lines.append(f"    {_paint(f'{pts:>14}', _points_color(p.points, p.max_points, outcome), on)}"
+                         f"  {label}: {reason}")
+    lines.append("-" * len(header))
+    total = f"{fmt_points(result.points)}/{fmt_points(result.max_points)} pts"
+    total_row = _row(["Total", "", "", "", "", total])
+    lines.append(_paint(total_row, BOLD, on))
+    for err in result.errors:
+        lines.append(_paint(f"grader problem: {err}", RED, on))
+    return "\n".join(lines) + "\n"

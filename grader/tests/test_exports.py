@@ -1,0 +1,469 @@
+"""Every export format against its rules, on results built by hand: a lab fully graded on a
+GPU, the same lab graded without one, and a lab that does not compile."""
+
+import io
+import json
+import os
+import re
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+from contextlib import redirect_stdout
+from pathlib import Path
+from unittest import mock
+
+from grader.exports import (score_items, terminal_table, to_gradescope, to_junit, to_markdown,
+                            to_prairielearn, write_exports)
+from grader.result import (CRASHED, FAILED, GRADED, NOT_GRADED, NOT_RUN, PASSED, REVIEW,
+                           GradeResult, LabResult, PartResult, TestResult)
+from grader.scoring import grade_totals, lab_totals
+
+DEVICE = {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}
+NO_GPU = "Not graded: no CUDA device, so this correctness part was not run."
+
+
+def test(name, group, layer, status, points, max_points, hidden=False, messages=()):
+    return TestResult(name, group, layer, hidden, status, points, max_points, list(messages), 0.25)
+
+
+def graded_lab() -> LabResult:
+    """Lab 04 on a GPU: host groups full, one GPU case failing (with a control character and
+    markup in its message), a crash, a partial speed score and a metric worth nothing."""
+    share = round(25 / 3, 4)
+    tests = [
+        test("The naive model counts one row and one column per output", "Global-load model",
+             "host", PASSED, 7.5, 7.5),
+        test("The tiled model divides by the tile width", "Global-load model", "host",
+             PASSED, 7.5, 7.5),
+        test("Tile chooser respects the shared-memory limit", "Run-time tile chooser", "host",
+             PASSED, 10.0, 10.0),
+        test("Tiled kernel matches the CPU for 64 x 64", "Tiled kernel, compile-time tile",
+             "gpu", PASSED, share, share),
+        test("Tiled kernel matches the CPU for 1000 x 1000", "Tiled kernel, compile-time tile",
+             "gpu", PASSED, share, share),
+        test("Tiled kernel handles sizes that are not multiples of the tile",
+             "Tiled kernel, compile-time tile", "gpu", FAILED, 0.0, share, hidden=True,
+             messages=["C[63][2] = 0 <never written>, expected 1.5 & more\x07 (size 65, seed 7)",
+                       "hint: guard the loads, not the barrier."]),
+        test("Dynamic kernel matches the CPU", "Tiled kernel, run-time tile", "gpu", CRASHED,
+             0.0, 20.0, messages=["illegal memory access"]),
+    ]
+    parts = [
+        PartResult("build", "Build", GRADED, 0.0, 0.0, "", {"seconds": 41.2}),
+        PartResult("static", "Static checks", GRADED, 0.0, 0.0, ""),
+        PartResult("correctness", "Global-load model", GRADED, 15.0, 15.0),
+        PartResult("correctness", "Run-time tile chooser", GRADED, 10.0, 10.0),
+        PartResult("correctness", "Tiled kernel, compile-time tile", GRADED, 16.6667, 25.0,
+                   "2 of 3 test cases pass; failing: Tiled kernel handles sizes | edge"),
+        PartResult("correctness", "Tiled kernel, run-time tile", GRADED, 0.0, 20.0,
+                   "0 of 1 test cases pass; failing: Dynamic kernel matches the CPU"),
+        PartResult("memory_safety", "Memory safety", GRADED, 5.0, 10.0,
+                   "racecheck reported 1 error: Error: Race reported between Write access."),
+        PartResult("performance", "Performance", GRADED, 0.0, 20.0,
+                   "No speed points: correctness comes first: these groups need full marks: "
+                   "Tiled kernel, compile-time tile."),
+        PartResult("metric", "Global load requests per naive request", GRADED, 0.0, 0.0, "",
+                   {"value": 0.031}),
+    ]
+    timing = {"student": {"candidate_ms": {"median": 7.41}}, "student_speedup": 13.25,
+              "reference_speedup": 14.1, "time_ratio": 14.1 / 13.25}
+    lab = LabResult("04_tiled_matmul", "Tiled matrix multiplication", 0, 0, parts, tests,
+                    timing, {"ok": True}, {}, 95.5)
+    lab_totals(lab)
+    return lab
+
+
+def full_lab() -> LabResult:
+    """A second lab at full marks, with a speed score flagged for review elsewhere."""
+    tests = [test("Coalesced index walks columns", "Index function", "host", PASSED, 50.0, 50.0)]
+    parts = [PartResult("build", "Build", GRADED, 0.0, 0.0),
+             PartResult("correctness", "Index function", GRADED, 50.0, 50.0),
+             PartResult("performance", "Performance", GRADED, 50.0, 50.0)]
+    lab = LabResult("02_coalescing", "Coalescing", 0, 0, parts, tests,
+                    {"student": {"candidate_ms": {"median": 0.412}}, "student_speedup": 6.0,
+                     "reference_speedup": 6.2}, {"ok": True}, {}, 20.0)
+    lab_totals(lab)
+    return lab
+
+
+def no_gpu_lab() -> LabResult:
+    """Lab 04 without a CUDA device: host groups graded, GPU parts not graded."""
+    tests = [
+        test("The naive model counts one row and one column per output", "Global-load model",
+             "host", PASSED, 15.0, 15.0),
+        test("Tile chooser respects the shared-memory limit", "Run-time tile chooser", "host",
+             FAILED, 0.0, 10.0, messages=["REQUIRE( choose_tile(...) == 16 ) with 32 == 16"]),
+        test("Tiled kernel matches the CPU for 64 x 64", "Tiled kernel, compile-time tile",
+             "gpu", NOT_RUN, 0.0, 25.0, messages=["Not graded: no CUDA device, so this test "
+                                                   "part was not run."]),
+    ]
+    parts = [
+        PartResult("build", "Build", GRADED, 0.0, 0.0),
+        PartResult("static", "Static checks", GRADED, 0.0, 0.0),
+        PartResult("correctness", "Global-load model", GRADED, 15.0, 15.0),
+        PartResult("correctness", "Run-time tile chooser", GRADED, 0.0, 10.0,
+                   "0 of 1 test cases pass; failing: Tile chooser respects the shared-memory "
+                   "limit. Hint: halve from kMaxTile."),
+        PartResult("correctness", "Tiled kernel, compile-time tile", NOT_GRADED, 0.0, 25.0,
+                   NO_GPU, {"passed": 0, "total": 1}),
+        PartResult("memory_safety", "Memory safety", NOT_GRADED, 0.0, 10.0,
+                   "Not graded: no CUDA device, so this memory safety part was not run."),
+        PartResult("performance", "Performance", NOT_GRADED, 0.0, 40.0,
+                   "Not graded: no CUDA device, so this performance part was not run."),
+    ]
+    lab = LabResult("04_tiled_matmul", "Tiled matrix multiplication", 0, 0, parts, tests,
+                    None, {"ok": True}, {}, 12.0)
+    lab_totals(lab)
+    return lab
+
+
+def compile_error_lab() -> LabResult:
+    reason = "Not graded: the build failed (see Build)."
+    parts = [PartResult("build", "Build", GRADED, 0.0, 0.0,
+                        "Your code does not compile:\ncoalescing.cu(41): error: identifier "
+                        "\"idx\" is undefined", {"errors": ["coalescing.cu(41): error: "
+                                                            "identifier \"idx\" is undefined"]}),
+             PartResult("correctness", "Index function", GRADED, 0.0, 60.0, reason),
+             PartResult("performance", "Performance", GRADED, 0.0, 40.0, reason)]
+    lab = LabResult("02_coalescing", "Coalescing", 0, 0, parts, [], None,
+                    {"ok": False, "errors": ["coalescing.cu(41): error: identifier \"idx\" "
+                                             "is undefined"]}, {}, 3.0)
+    lab_totals(lab)
+    return lab
+
+
+def grade(*labs, device=DEVICE, errors=()) -> GradeResult:
+    result = GradeResult("submissions/alice", 1234, "2025-03-01T12:00:00Z", "0.1.0", device,
+                         {"nvcc": "13.0", "compute-sanitizer": None}, list(labs),
+                         errors=list(errors))
+    grade_totals(result)
+    return result
+
+
+def fixtures() -> dict[str, GradeResult]:
+    return {
+        "graded": grade(graded_lab(), full_lab()),
+        "no_gpu": grade(no_gpu_lab(), device=None),
+        "compile_error": grade(compile_error_lab(), graded_lab()),
+        "review": grade(_review_lab()),
+        "empty": grade(errors=["no lab folders found"]),
+    }
+
+
+def _review_lab() -> LabResult:
+    lab = full_lab()
+    lab.parts[2] = PartResult("performance", "Performance", REVIEW, 0.0, 50.0,
+                              "Your kernel measured 140x the baseline's speed, more than 10x "
+                              "the reference's: flagged for review.")
+    lab.timing["student_speedup"] = 140.0
+    lab_totals(lab)
+    return lab
+
+
+class FixtureSanityTest(unittest.TestCase):
+    def test_fixture_totals(self):
+        f = fixtures()
+        self.assertAlmostEqual(f["graded"].labs[0].points, 46.6667, places=4)
+        self.assertEqual(f["graded"].labs[0].max_points, 100.0)
+        self.assertEqual((f["no_gpu"].points, f["no_gpu"].max_points), (15.0, 100.0))
+        self.assertEqual(f["compile_error"].labs[0].points, 0.0)
+
+
+class ScoreItemsTest(unittest.TestCase):
+    def test_items_add_up_to_the_lab(self):
+        for name, result in fixtures().items():
+            for lab in result.labs:
+                with self.subTest(fixture=name, lab=lab.lab):
+                    items = score_items(lab)
+                    self.assertAlmostEqual(sum(i.points for i in items), lab.points, places=6)
+                    self.assertAlmostEqual(sum(i.max_points for i in items), lab.max_points,
+                                           places=6)
+
+    def test_not_graded_parts_are_skipped_not_passed(self):
+        items = score_items(no_gpu_lab())
+        gpu = [i for i in items if "compile-time tile" in i.name]
+        self.assertTrue(gpu)
+        self.assertTrue(all(i.outcome == "skip" and i.points == 0 for i in gpu))
+        group = next(i for i in gpu if i.max_points > 0)
+        self.assertIn("no CUDA device", group.message)
+
+
+class GradescopeTest(unittest.TestCase):
+    def check_rules(self, doc: dict):
+        self.assertAlmostEqual(doc["score"], sum(t["score"] for t in doc["tests"]), places=6)
+        self.assertIsInstance(doc["execution_time"], int)
+        self.assertIsInstance(doc["output"], str)
+        for t in doc["tests"]:
+            self.assertEqual(set(t) - {"execution_time"},
+                             {"name", "score", "max_score", "status", "output", "visibility",
+                              "tags"})
+            self.assertIn(t["status"], ("passed", "failed"))
+            self.assertIn(t["visibility"], ("visible", "after_published"))
+            self.assertLessEqual(t["score"], t["max_score"] + 1e-9)
+            self.assertGreaterEqual(t["score"], 0)
+        json.dumps(doc)  # serialisable
+
+    def test_every_fixture_follows_the_rules(self):
+        for name, result in fixtures().items():
+            with self.subTest(fixture=name):
+                self.check_rules(to_gradescope(result))
+
+    def test_graded(self):
+        result = fixtures()["graded"]
+        doc = to_gradescope(result)
+        self.assertAlmostEqual(doc["score"], result.points, places=3)
+        hidden = [t for t in doc["tests"] if "not multiples of the tile" in t["name"]]
+        self.assertEqual(len(hidden), 1)
+        self.assertEqual(hidden[0]["visibility"], "after_published")
+        self.assertEqual(hidden[0]["status"], "failed")
+        self.assertIn("hint: guard the loads", hidden[0]["output"])
+        passed = [t for t in doc["tests"] if t["status"] == "passed"]
+        self.assertTrue(all(t["score"] == t["max_score"] for t in passed))
+        self.assertEqual(doc["leaderboard"][0]["value"], 13.25)
+        self.assertEqual(doc["execution_time"], 116)
+
+    def test_no_gpu_parts_never_pass(self):
+        doc = to_gradescope(fixtures()["no_gpu"])
+        self.assertEqual(doc["score"], 15.0)
+        not_graded = [t for t in doc["tests"] if "[not graded]" in t["name"]]
+        self.assertEqual(len(not_graded), 4)  # GPU group, its test, memory safety, speed
+        for t in not_graded:
+            self.assertEqual((t["status"], t["score"]), ("failed", 0.0))
+        self.assertTrue(any("no CUDA device" in t["output"] for t in not_graded))
+        self.assertNotIn("leaderboard", doc)
+
+    def test_compile_error(self):
+        doc = to_gradescope(fixtures()["compile_error"])
+        build = next(t for t in doc["tests"] if t["name"] == "Lab 02 · Build")
+        self.assertEqual(build["status"], "failed")
+        self.assertIn("identifier \"idx\" is undefined", build["output"])
+
+    def test_review_is_not_awarded(self):
+        doc = to_gradescope(fixtures()["review"])
+        perf = next(t for t in doc["tests"] if "Performance" in t["name"])
+        self.assertEqual((perf["status"], perf["score"]), ("failed", 0.0))
+        self.assertIn("flagged for review", perf["name"])
+
+
+class PrairieLearnTest(unittest.TestCase):
+    def test_every_fixture_follows_the_rules(self):
+        for name, result in fixtures().items():
+            with self.subTest(fixture=name):
+                doc = to_prairielearn(result)
+                json.dumps(doc)
+                self.assertIsInstance(doc["gradable"], bool)
+                self.assertGreaterEqual(doc["score"], 0.0)
+                self.assertLessEqual(doc["score"], 1.0)
+                for t in doc["tests"]:
+                    for key in ("name", "points", "max_points", "message", "output"):
+                        self.assertIn(key, t)
+                    self.assertLessEqual(t["points"], t["max_points"] + 1e-9)
+                total = sum(t["max_points"] for t in doc["tests"])
+                if total:
+                    self.assertAlmostEqual(
+                        doc["score"], sum(t["points"] for t in doc["tests"]) / total, places=5)
+
+    def test_scores(self):
+        f = fixtures()
+        self.assertAlmostEqual(to_prairielearn(f["no_gpu"])["score"], 0.15)
+        self.assertAlmostEqual(to_prairielearn(f["graded"])["score"],
+                               f["graded"].points / f["graded"].max_points, places=5)
+        empty = to_prairielearn(f["empty"])
+        self.assertFalse(empty["gradable"])
+        self.assertEqual(empty["score"], 0.0)
+        self.assertIn("no lab folders found", empty["output"])
+
+    def test_not_graded_message(self):
+        doc = to_prairielearn(fixtures()["no_gpu"])
+        perf = next(t for t in doc["tests"] if t["name"].endswith("Performance"))
+        self.assertEqual(perf["points"], 0.0)
+        self.assertIn("no CUDA device", perf["message"])
+        self.assertIn("No CUDA device", doc["message"])
+
+
+class JUnitTest(unittest.TestCase):
+    def parse(self, result):
+        text = to_junit(result)
+        return text, ET.fromstring(text.encode("utf-8"))
+
+    def test_parses_and_counts_match(self):
+        for name, result in fixtures().items():
+            with self.subTest(fixture=name):
+                _text, root = self.parse(result)
+                self.assertEqual(root.tag, "testsuites")
+                totals = dict.fromkeys(("tests", "failures", "errors", "skipped"), 0)
+                for suite in root.findall("testsuite"):
+                    cases = suite.findall("testcase")
+                    counts = {"tests": len(cases),
+                              "failures": sum(1 for c in cases if c.find("failure") is not None),
+                              "errors": sum(1 for c in cases if c.find("error") is not None),
+                              "skipped": sum(1 for c in cases if c.find("skipped") is not None)}
+                    for key, value in counts.items():
+                        self.assertEqual(int(suite.get(key)), value, (suite.get("name"), key))
+                        totals[key] += value
+                    for c in cases:  # at most one outcome element per case
+                        self.assertLessEqual(sum(c.find(t) is not None
+                                                 for t in ("failure", "error", "skipped")), 1)
+                for key, value in totals.items():
+                    self.assertEqual(int(root.get(key)), value, key)
+
+    def test_one_case_per_test_and_per_part(self):
+        result = fixtures()["graded"]
+        _text, root = self.parse(result)
+        suite = root.findall("testsuite")[0]
+        lab = result.labs[0]
+        self.assertEqual(len(suite.findall("testcase")), len(lab.tests) + len(lab.parts))
+        crashed = next(c for c in suite.iter("testcase") if c.get("name") ==
+                       "Dynamic kernel matches the CPU")
+        self.assertEqual(crashed.find("error").get("type"), "crashed")
+        failed = next(c for c in suite.iter("testcase") if "not multiples" in c.get("name"))
+        message = failed.find("failure").get("message")
+        self.assertIn("& more", message)  # escaped in the file, intact when parsed
+        self.assertNotIn("\x07", message)
+        self.assertEqual(failed.get("classname"), "lab04.Tiled kernel, compile-time tile")
+
+    def test_no_gpu_is_skipped(self):
+        _text, root = self.parse(fixtures()["no_gpu"])
+        skipped = [c for c in root.iter("testcase") if c.find("skipped") is not None]
+        self.assertEqual(len(skipped), 4)
+        self.assertTrue(all("no CUDA device" in c.find("skipped").get("message")
+                            for c in skipped))
+
+    def test_compile_error_fails_the_build_case(self):
+        _text, root = self.parse(fixtures()["compile_error"])
+        build = next(c for c in root.iter("testcase") if c.get("name") == "Build"
+                     and c.get("classname") == "lab02.parts")
+        self.assertIn("does not compile", build.find("failure").get("message"))
+
+    def test_grader_errors_are_errors(self):
+        _text, root = self.parse(fixtures()["empty"])
+        self.assertEqual(root.get("errors"), "1")
+
+
+class MarkdownTest(unittest.TestCase):
+    def table_rows(self, text: str, header_start: str) -> list[list[str]]:
+        lines = text.splitlines()
+        out = []
+        for i, line in enumerate(lines):
+            if line.startswith(header_start):
+                j = i + 2
+                while j < len(lines) and lines[j].startswith("|"):
+                    cells = [c.strip() for c in re.split(r"(?<!\\)\|", lines[j])[1:-1]]
+                    out.append(cells)
+                    j += 1
+        return out
+
+    def test_every_zero_has_a_reason(self):
+        for name, result in fixtures().items():
+            with self.subTest(fixture=name):
+                text = to_markdown(result)
+                labs = self.table_rows(text, "| Lab |")
+                self.assertEqual(len(labs), len(result.labs))
+                for row in labs:
+                    self.assertEqual(len(row), 6, row)
+                    if row[5].startswith("0 /"):
+                        self.assertIn(" — ", row[5], row)
+                        self.assertGreater(len(row[5].split(" — ", 1)[1]), 5)
+                for row in self.table_rows(text, "| Part |"):
+                    self.assertEqual(len(row), 4, row)
+                    points, max_points = (float(x) for x in row[2].split(" / "))
+                    if points < max_points or row[1] != "graded" or \
+                            row[0].startswith("❌"):
+                        self.assertTrue(row[3], row)
+
+    def test_graded_content(self):
+        text = to_markdown(fixtures()["graded"])
+        self.assertIn("| 04 Tiled matrix multiplication | 5 / 7 | 7.41 ms | 13.25× | 0.94× |",
+                      text)
+        self.assertIn("<details>", text)
+        self.assertIn("</details>", text)
+        self.assertIn("sizes \\| edge", text)  # pipes escaped in cells
+        self.assertIn("(hidden) — failed: C[63][2] = 0 &lt;never written&gt;", text)
+        self.assertNotIn("\x07", text)
+        self.assertIn("H100", text)
+
+    def test_no_gpu_says_so(self):
+        text = to_markdown(fixtures()["no_gpu"])
+        self.assertIn("No CUDA device", text)
+        self.assertIn("1 / 3 (1 not run)", text)
+        self.assertIn("not graded", text)
+        self.assertNotIn("✅ Tiled kernel, compile-time tile", text)
+
+    def test_compile_error_shows_the_compiler(self):
+        text = to_markdown(fixtures()["compile_error"])
+        self.assertIn("```text", text)
+        self.assertIn("does not compile", text)
+
+
+class TerminalTableTest(unittest.TestCase):
+    def test_units_and_reasons(self):
+        text = terminal_table(fixtures()["graded"], color=False)
+        self.assertNotIn("\033[", text)
+        self.assertIn("7.41 ms", text)
+        self.assertIn("13.25x", text)
+        self.assertIn("0.94x ref", text)
+        self.assertIn("46.67/100 pts", text)
+        # every part below full marks is listed with its reason
+        for line in text.splitlines():
+            if re.search(r"^\s+0/\d+ pts", line):
+                self.assertRegex(line, r"pts  .+: \S")
+
+    def test_no_gpu_and_compile_error(self):
+        text = terminal_table(fixtures()["no_gpu"], color=False)
+        self.assertIn("no CUDA device", text)
+        self.assertIn("[not graded]", text)
+        text = terminal_table(fixtures()["compile_error"], color=False)
+        self.assertIn("does not compile", text)
+
+    def test_fixed_columns(self):
+        text = terminal_table(fixtures()["graded"], color=False)
+        lines = text.splitlines()
+        header = lines[1]
+        rows = [ln for ln in lines if ln[:3] in ("04 ", "02 ")]
+        self.assertEqual(len(rows), 2)
+        col = header.index("Points") + len("Points")
+        for row in rows:
+            self.assertEqual(row[col - 3:col], "pts", row)
+
+    def test_colour_rules(self):
+        result = fixtures()["graded"]
+        self.assertIn("\033[", terminal_table(result, color=True))
+        buf = io.StringIO()
+        with redirect_stdout(buf):  # not a terminal
+            self.assertNotIn("\033[", terminal_table(result))
+        with mock.patch("sys.stdout.isatty", return_value=True):
+            with mock.patch.dict(os.environ, {"NO_COLOR": "1"}):
+                self.assertNotIn("\033[", terminal_table(result))
+            with mock.patch.dict(os.environ, {}, clear=False):
+                os.environ.pop("NO_COLOR", None)
+                self.assertIn("\033[", terminal_table(result))
+
+
+class WriteExportsTest(unittest.TestCase):
+    def test_writes_each_format(self):
+        result = fixtures()["graded"]
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = write_exports(result, Path(tmp), ["gradescope", "prairielearn", "junit",
+                                                      "markdown"])
+            rel = sorted(str(p.relative_to(tmp)) for p in paths)
+            self.assertEqual(rel, ["gradescope/results.json", "junit.xml",
+                                   "prairielearn/results.json", "summary.md"])
+            gs = json.loads((Path(tmp) / "gradescope" / "results.json").read_text())
+            self.assertEqual(gs, json.loads(json.dumps(to_gradescope(result))))
+            ET.parse(Path(tmp) / "junit.xml")
+
+    def test_round_trip_through_result_json(self):
+        result = fixtures()["no_gpu"]
+        again = GradeResult.from_json(result.to_json())
+        self.assertEqual(to_markdown(again), to_markdown(result))
+        self.assertEqual(to_gradescope(again), to_gradescope(result))
+
+    def test_unknown_format(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaises(ValueError):
+                write_exports(fixtures()["graded"], Path(tmp), ["markdown", "html5"])
+            self.assertEqual(list(Path(tmp).iterdir()), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
