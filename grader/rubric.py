@@ -92,8 +92,8 @@ class Metric:
 
 @dataclass
 class StaticRules:
-    """Forbidden undefined symbols of the student's object file (substring match unless
-    allowed explicitly) and forbidden source text."""
+    """Forbidden undefined symbols of the student's object file (a rule matches where it
+    starts a name inside the demangled symbol; allow_symbols wins) and forbidden source text."""
 
     deny_symbols: list[str] = field(default_factory=list)
     allow_symbols: list[str] = field(default_factory=list)
