@@ -1,0 +1,428 @@
+"""Grading one submission: build it in a private tree, check it statically, run its tests,
+measure it, and score it with the lab's rubric into one GradeResult (DESIGN §§5-8).
+
+Only the files listed in a lab's grading.toml come from the submission; everything else is
+the grader's own pristine copy. A lab that does not compile gets its errors as its result
+and the other labs are still graded. Without a CUDA device the GPU parts are "not graded"
+and earn nothing; a missing or refused tool makes its part "not measured".
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import measure, sandbox, static_checks, workspace
+from .paths import ROOT, LabPaths
+from .result import (CRASHED, FAILED, GRADED, NOT_GRADED, NOT_RUN, PASSED, GradeResult,
+                     LabResult, PartResult, TestResult)
+from .rubric import Rubric, RubricError, load_rubric
+from .scoring import grade_totals, group_points, lab_totals, not_graded_reason
+from .testrun import Case, Runner, list_cases
+from .tools import find_catch2, probe_toolchain, query_gpus
+
+GRADER_VERSION = "0.1.0"
+HOST_SPEC, GPU_SPEC = "~[gpu]", "[gpu]"
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived while grading; what is known so far is still written."""
+
+
+@dataclass
+class Options:
+    submission: Path
+    labs: list[LabPaths]
+    seed: int = field(default_factory=lambda: random.randrange(1, 2**31))
+    work_dir: Path | None = None  # kept (and reused) when given; else a temporary folder
+    source_root: Path = ROOT  # the pristine tree: the grader's own checkout
+    build_timeout: float | None = None  # overrides the rubric's
+    test_timeout: float | None = None
+    gpu: bool | None = None  # None: detect; False: grade as if there were no GPU
+    progress: Callable[[str], None] | None = None
+
+
+def _say(opts: Options, text: str) -> None:
+    if opts.progress:
+        opts.progress(text)
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def new_result(opts: Options) -> GradeResult:
+    tc = probe_toolchain()
+    catch_version, _ = find_catch2()
+    tools = dict(tc.versions)
+    tools["catch2"] = catch_version
+    return GradeResult(submission=str(opts.submission), seed=opts.seed,
+                       created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                       grader_version=GRADER_VERSION, device=None, tools=tools)
+
+
+def grade(opts: Options, result: GradeResult | None = None) -> GradeResult:
+    """Grades `opts.labs` of `opts.submission`. Fills `result` (made here if None) as it
+    goes, so a caller that is interrupted can still write what is known."""
+    result = result or new_result(opts)
+    gpus, why_no_gpu = query_gpus() if opts.gpu is not False else ([], "GPU use turned off")
+    if gpus:
+        result.device = gpus[0].as_dict()
+        if len(gpus) > 1:
+            result.device["others"] = [g.name for g in gpus[1:]]
+    keep = opts.work_dir is not None
+    work = Path(opts.work_dir or tempfile.mkdtemp(prefix="cml-grade-")).resolve()
+    try:
+        _grade_in(work, opts, result, bool(gpus) if opts.gpu is None else bool(opts.gpu and gpus),
+                  why_no_gpu)
+    finally:
+        grade_totals(result)
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
+              why_no_gpu: str) -> None:
+    identity = sandbox.unprivileged_identity()
+    work.mkdir(parents=True, exist_ok=True)
+    work.chmod(0o755)
+    if identity is not None:
+        closed = sandbox.reachable_by_others(work.parent)
+        if closed is not None:
+            result.errors.append(f"the work folder {work} cannot be reached by the user "
+                                 f"'{identity.name}' that runs student code ({closed} is "
+                                 "closed to others): choose a --work-dir under an open folder")
+            return
+    src, build = work / "src", work / "build"
+    home = sandbox.make_shared_dir(work / "home", identity)
+    build_env = workspace.default_env(work / "build-home")
+    (work / "build-home").mkdir(exist_ok=True)
+    run_env = sandbox.scrubbed_env(home)
+    if not has_gpu:
+        run_env["CUDA_VISIBLE_DEVICES"] = ""  # the test main then skips [gpu] cases
+
+    try:
+        tree = workspace.submission_tree(opts.submission, work / "submission")
+    except (OSError, RuntimeError, subprocess.SubprocessError) as err:
+        result.errors.append(f"cannot read the submission: {err}")
+        return
+
+    _say(opts, "copying the pristine tree")
+    if src.exists() and (src / "solutions").exists():
+        (src / "solutions").chmod(0o755)
+    workspace.copy_pristine(opts.source_root, src, opts.labs)
+
+    rubrics: dict[str, Rubric] = {}
+    for lab in opts.labs:
+        try:
+            rubrics[lab.folder] = load_rubric(LabPaths(lab.folder, lab.number, lab.topic, src))
+        except (RubricError, OSError) as err:
+            result.errors.append(f"{lab.folder}: {err}")
+    labs = [lab for lab in opts.labs if lab.folder in rubrics]
+
+    missing: dict[str, list[str]] = {}
+    student_paths: dict[str, dict[str, str]] = {}
+    for lab in labs:
+        rubric = rubrics[lab.folder]
+        problems = []
+        for rel in rubric.student_files:
+            problem = workspace.place_student_file(tree, rel, src)
+            if problem:
+                problems.append(problem)
+        missing[lab.folder] = problems
+        student_paths[lab.folder] = {str(src / rel): rel for rel in rubric.student_files}
+
+    if not labs:
+        return
+    timeout = max(opts.build_timeout or rubrics[lab.folder].build_timeout_s for lab in labs)
+    _say(opts, "configuring (CMake)")
+    configured = workspace.cmake_configure(src, build, labs, timeout, build_env)
+    if not configured.ok:
+        result.errors.append("CMake could not configure the pristine tree: "
+                             + " | ".join(configured.errors or [configured.log_tail[-500:]]))
+        for lab in labs:
+            result.labs.append(_failed_lab(lab, rubrics[lab.folder], "The grader could not "
+                                           "configure the build; nothing was graded."))
+        return
+
+    for lab in labs:
+        rubric = rubrics[lab.folder]
+        lab_result = LabResult(lab.folder, rubric.title, 0.0, rubric.max_points)
+        result.labs.append(lab_result)
+        start = time.monotonic()
+        try:
+            _grade_lab(lab, rubric, lab_result, opts, result, work, src, build, build_env,
+                       run_env, identity, has_gpu, why_no_gpu, missing[lab.folder],
+                       student_paths[lab.folder])
+        except Interrupted:
+            _finish_unfinished(lab_result, rubric, "grading was interrupted")
+            result.errors.append(f"{lab.folder}: grading was interrupted")
+            raise
+        except Exception as err:  # the grader's own failure: say so, grade the other labs
+            result.errors.append(f"{lab.folder}: the grader failed: {type(err).__name__}: {err}")
+            _finish_unfinished(lab_result, rubric, "the grader failed on this lab")
+        finally:
+            lab_result.wall_seconds = round(time.monotonic() - start, 2)
+            lab_totals(lab_result)
+
+
+def _failed_lab(lab: LabPaths, rubric: Rubric, reason: str) -> LabResult:
+    lab_result = LabResult(lab.folder, rubric.title, 0.0, rubric.max_points)
+    _finish_unfinished(lab_result, rubric, reason)
+    lab_totals(lab_result)
+    return lab_result
+
+
+def _rubric_parts(rubric: Rubric) -> list[tuple[str, str, float]]:
+    parts = [("correctness", g.name, g.points) for g in rubric.correctness]
+    if rubric.memory_safety:
+        parts.append(("memory_safety", "Memory safety", rubric.memory_safety.points))
+    if rubric.performance:
+        parts.append(("performance", "Performance", rubric.performance.points))
+    parts += [("metric", m.name, m.points) for m in rubric.metrics]
+    return parts
+
+
+def _finish_unfinished(lab_result: LabResult, rubric: Rubric, reason: str,
+                       status: str = GRADED) -> None:
+    """Every rubric part not yet in the result, at zero points with `reason`."""
+    have = {(p.kind, p.name) for p in lab_result.parts}
+    for kind, name, points in _rubric_parts(rubric):
+        if (kind, name) not in have:
+            lab_result.parts.append(PartResult(kind, name, status, 0.0, points, reason))
+
+
+def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Options,
+               result: GradeResult, work: Path, src: Path, build: Path,
+               build_env: dict[str, str], run_env: dict[str, str],
+               identity: sandbox.Identity | None, has_gpu: bool, why_no_gpu: str,
+               missing: list[str], student_paths: dict[str, str]) -> None:
+    srclab = LabPaths(lab.folder, lab.number, lab.topic, src)
+    has_public = any(srclab.lab_dir.glob("tests/*.c*"))
+    has_hidden = any(srclab.solution_dir.glob("tests/*.c*"))
+    has_bench = any(srclab.lab_dir.glob("bench/*.c*"))
+    build_timeout = opts.build_timeout or rubric.build_timeout_s
+    test_timeout = opts.test_timeout or rubric.test_timeout_s
+
+    # 1. The reference's targets (the grader's own code) first, then the student's.
+    ref_targets = [f"{lab.tag}_tests_solution"] if has_public else []
+    ref_targets += [f"{lab.tag}_bench_solution"] if has_bench and rubric.performance else []
+    if ref_targets:
+        _say(opts, f"{lab.folder}: building the reference")
+        ref_build = workspace.cmake_build(build, ref_targets, max(build_timeout, 600), build_env)
+        if not ref_build.ok:
+            raise RuntimeError("the reference solution did not build: "
+                               + " | ".join(workspace.compile_errors(ref_build.log_tail, {})[:3]
+                                            or [ref_build.log_tail[-400:]]))
+    if missing:
+        reason = "No submission for this lab: " + "; ".join(missing) + "."
+        lab_result.parts.append(PartResult("build", "Build", GRADED, 0.0, 0.0, reason))
+        lab_result.build = {"ok": False, "seconds": 0.0, "errors": missing}
+        _finish_unfinished(lab_result, rubric, reason)
+        return
+
+    targets = [f"{lab.tag}_student"]
+    targets += [f"{lab.tag}_tests_student"] if has_public else []
+    targets += [f"{lab.tag}_hidden_student"] if has_hidden else []
+    targets += [f"{lab.tag}_bench_student"] if has_bench else []
+    _say(opts, f"{lab.folder}: building your code")
+    built = workspace.cmake_build(build, targets, build_timeout, build_env)
+    errors = workspace.compile_errors(built.log_tail, student_paths) if not built.ok else []
+    lab_result.build = {"ok": built.ok, "seconds": round(built.seconds, 1),
+                        "timed_out": built.timed_out, "errors": errors}
+    if not built.ok:
+        if built.timed_out:
+            reason = (f"The build did not finish within {build_timeout:g} s (compile-time "
+                      "recursion or a huge unrolled loop?), so nothing that needs it was graded.")
+        else:
+            reason = "Your code does not compile:\n" + "\n".join(
+                errors or [built.log_tail.strip()[-800:]])
+        lab_result.parts.append(PartResult("build", "Build", GRADED, 0.0, 0.0, reason,
+                                           {"errors": errors, "timed_out": built.timed_out}))
+        _finish_unfinished(lab_result, rubric, "Not graded: the build failed (see Build).")
+        return
+    lab_result.parts.append(PartResult("build", "Build", GRADED, 0.0, 0.0, "",
+                                       {"seconds": round(built.seconds, 1)}))
+
+    # 2. Static checks, before any of the student's code runs.
+    violations = _static(lab, rubric, build, src, lab_result)
+    if violations is None:
+        return
+    binaries = {k: workspace.binary(build, lab, k) for k in
+                ("tests_student", "hidden_student", "bench_student", "tests_solution",
+                 "bench_solution")}
+    for kind in ("tests_student", "hidden_student", "bench_student"):
+        if binaries[kind]:
+            lab_result.binaries[binaries[kind].name] = sha256(binaries[kind])
+    if violations:
+        text = "; ".join(v.describe() for v in violations[:5])
+        _finish_unfinished(lab_result, rubric, "Zero: a static check failed, so your code "
+                           f"was not run ({text}).")
+        return
+
+    # 3. Lock the reference away; the student's code runs as another user from here on.
+    canonical = list_cases(binaries["tests_solution"], run_env) if binaries["tests_solution"] else []
+    if identity is not None:
+        workspace.lock_down(src, build, [lab])
+    run_dir = work / "run" / lab.folder
+    shutil.rmtree(run_dir, ignore_errors=True)  # never read a report left by an earlier run
+    sandbox.make_shared_dir(run_dir, identity)
+    runner = Runner(run_dir, run_env, identity, opts.seed, test_timeout)
+    runs: dict[str, object] = {}
+    layers = [("host", HOST_SPEC)] + ([("gpu", GPU_SPEC)] if has_gpu else [])
+    for layer, spec in layers:
+        for kind in ("tests_student", "hidden_student"):
+            binary = binaries[kind]
+            if binary is None:
+                continue
+            expected = [c for c in canonical if c.matches(spec)
+                        and (c.hidden == (kind == "hidden_student"))]
+            if not expected:
+                continue
+            _say(opts, f"{lab.folder}: running {layer} tests ({binary.name})")
+            found, _outcome = runner.run_layer(binary, spec, expected)
+            runs.update(found)
+
+    full_groups = _correctness(rubric, canonical, runs, lab_result, has_gpu, why_no_gpu)
+    if runner.log:
+        lab_result.build["test_runs"] = runner.log
+
+    # 4-5. GPU measurements.
+    if not has_gpu:
+        for kind, name, points in _rubric_parts(rubric):
+            if kind != "correctness":
+                lab_result.parts.append(PartResult(kind, name, NOT_GRADED, 0.0, points,
+                                                   not_graded_reason(kind),
+                                                   {"why": why_no_gpu}))
+        return
+    ctx = measure.Context(run_dir, run_env, identity, opts.seed, test_timeout,
+                          lambda k: binaries.get(k), [0])
+    if rubric.memory_safety:
+        _say(opts, f"{lab.folder}: compute-sanitizer")
+        spec = rubric.memory_safety.tests
+        kinds = [(k, spec) for k in ("tests_student", "hidden_student")
+                 if any(c.matches(spec) and c.hidden == (k == "hidden_student")
+                        for c in canonical)]
+        lab_result.parts.append(measure.memory_safety(rubric, ctx, kinds))
+    if rubric.performance:
+        _say(opts, f"{lab.folder}: timing the bench (yours and the reference)")
+        part, timing = measure.performance(rubric, ctx, full_groups)
+        lab_result.parts.append(part)
+        lab_result.timing = timing
+        if timing and timing.get("device") and result.device is not None:
+            result.device.setdefault("bench", timing["device"])
+    for metric in rubric.metrics:
+        _say(opts, f"{lab.folder}: profiling ({metric.name[:40]})")
+        lab_result.parts.append(measure.metric_part(metric, ctx, full_groups))
+
+
+def _static(lab: LabPaths, rubric: Rubric, build: Path, src: Path,
+            lab_result: LabResult) -> list[static_checks.Violation] | None:
+    rules = rubric.static
+    violations: list[static_checks.Violation] = []
+    details: dict = {}
+    obj = workspace.object_file(build, lab)
+    if obj is None:
+        details["symbols"] = "no object file found; symbol check not done"
+    else:
+        try:
+            symbols = static_checks.undefined_symbols(obj)
+            details["undefined_symbols"] = len(symbols)
+            violations += static_checks.check_symbols(symbols, rules.deny_symbols,
+                                                      rules.allow_symbols)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as err:
+            details["symbols"] = f"symbol check not done: {err}"
+    for rel in rubric.student_files:
+        try:
+            text = (src / rel).read_text(errors="replace")
+        except OSError:
+            continue
+        violations += static_checks.check_source(text, rel, rules.deny_source)
+    details["violations"] = [v.describe() for v in violations]
+    reason = ""
+    if violations:
+        reason = ("Forbidden in this lab, so correctness (and everything that depends on it) "
+                  "scores zero: " + "; ".join(v.describe() for v in violations[:5]))
+    lab_result.parts.append(PartResult("static", "Static checks", GRADED, 0.0, 0.0, reason,
+                                       details))
+    return violations
+
+
+def _correctness(rubric: Rubric, canonical: list[Case], runs: dict, lab_result: LabResult,
+                 has_gpu: bool, why_no_gpu: str) -> set[str]:
+    """Groups scored from the case results; returns the names of groups at full marks."""
+    full: set[str] = set()
+    assigned: set[str] = set()
+    for group in rubric.correctness:
+        cases = [c for c in canonical if c.matches(group.tests)]
+        gpu_cases = [c for c in cases if "gpu" in c.tags]
+        passed = [c for c in cases if getattr(runs.get(c.name), "status", None) == PASSED]
+        share = group.points / len(cases) if cases else 0.0
+        for c in cases:
+            if c.name in assigned:
+                continue
+            assigned.add(c.name)
+            run = runs.get(c.name)
+            if run is None:
+                status = NOT_RUN
+                msgs = ["not run: no CUDA device" if "gpu" in c.tags and not has_gpu
+                        else "this case did not report a result"]
+            else:
+                status, msgs = run.status, list(run.messages)
+            if status == FAILED and group.hint:
+                msgs.append(f"hint: {group.hint}")
+            lab_result.tests.append(TestResult(
+                c.name, group.name, "gpu" if "gpu" in c.tags else "host", c.hidden, status,
+                round(share, 4) if status == PASSED else 0.0, round(share, 4), msgs,
+                getattr(run, "seconds", None)))
+        details = {"passed": len(passed), "total": len(cases), "spec": group.tests}
+        if not cases:
+            lab_result.parts.append(PartResult("correctness", group.name, GRADED, 0.0,
+                                               group.points, "No test case matches "
+                                               f"'{group.tests}' (a rubric problem).", details))
+            continue
+        if gpu_cases and not has_gpu:
+            host_passed = sum(1 for c in passed if "gpu" not in c.tags)
+            details["host_passed"] = host_passed
+            lab_result.parts.append(PartResult("correctness", group.name, NOT_GRADED, 0.0,
+                                               group.points, not_graded_reason("correctness"),
+                                               {**details, "why": why_no_gpu}))
+            continue
+        points = group_points(len(passed), len(cases), group.points)
+        if len(passed) == len(cases):
+            full.add(group.name)
+        reason = ""
+        if points < group.points:
+            bad = [c.name for c in cases if c not in passed]
+            reason = (f"{len(passed)} of {len(cases)} test cases pass; failing: "
+                      + "; ".join(bad[:4]) + ("…" if len(bad) > 4 else ""))
+            if group.hint:
+                reason += f". Hint: {group.hint}"
+        lab_result.parts.append(PartResult("correctness", group.name, GRADED, points,
+                                           group.points, reason, details))
+    return full
+
+
+def interrupt_handler(signum, _frame) -> None:
+    """Installed by the commands for SIGINT and SIGTERM: stop the children, unwind."""
+    sandbox.kill_all()
+    raise Interrupted(f"signal {signum}")
+
+
+def version_info() -> dict[str, str]:
+    return {"grader": GRADER_VERSION, "python": sys.version.split()[0]}

@@ -1,0 +1,243 @@
+"""The private tree a submission is built in: a pristine copy of the grader's repository with
+only the student files taken from the submission, configured and built with CMake.
+
+One workspace can grade several labs (configured once with every lab in CML_LABS, built
+per lab so one lab's compile error does not stop the others) and can be reused between
+submissions: only the student files change, so only the student's targets rebuild.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import sandbox
+from .paths import ROOT, LabPaths
+from .tools import find_tool
+
+# What a pristine copy leaves out: version control, build trees, caches, labs not graded.
+SKIP_TOP = {".git", ".deps", ".grader", "build", "labs", "solutions", "handouts"}
+SKIP_ANY = ("__pycache__", "*.pyc", "build-*", ".pytest_cache")
+MAX_ERRORS = 8
+
+
+@dataclass
+class BuildOutcome:
+    ok: bool
+    seconds: float
+    timed_out: bool = False
+    errors: list[str] = field(default_factory=list)  # the first errors, student's file first
+    log_tail: str = ""
+
+
+def copy_pristine(src_root: Path, dest: Path, labs: list[LabPaths]) -> None:
+    """The repository at `src_root`, without build trees, with only the given labs."""
+    ignore = shutil.ignore_patterns(*SKIP_ANY)
+    dest.mkdir(parents=True, exist_ok=True)
+    for entry in src_root.iterdir():
+        if entry.name in SKIP_TOP or entry.name.startswith("build-"):
+            continue
+        target = dest / entry.name
+        if entry.is_dir():
+            shutil.copytree(entry, target, ignore=ignore, dirs_exist_ok=True, symlinks=False)
+        elif entry.is_file():
+            shutil.copy2(entry, target)
+    for lab in labs:
+        for part in ("labs", "solutions"):
+            source = src_root / part / lab.folder
+            if source.is_dir():
+                shutil.copytree(source, dest / part / lab.folder, ignore=ignore,
+                                dirs_exist_ok=True)
+
+
+def place_student_file(submission: Path, rel: str, dest_root: Path) -> str | None:
+    """Copies one student file from the submission; returns a problem, or None."""
+    source = submission / rel
+    target = dest_root / rel
+    if source.is_symlink():
+        return f"{rel} is a symbolic link in the submission; submit the file itself"
+    if not source.is_file():
+        return f"{rel} is not in the submission"
+    if source.stat().st_size > 4 * 1024 * 1024:
+        return f"{rel} is larger than 4 MiB"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    os.utime(target)  # a newer time stamp, so the build always sees the change
+    return None
+
+
+def cmake_configure(src: Path, build: Path, labs: list[LabPaths], timeout: float,
+                    env: dict[str, str]) -> BuildOutcome:
+    cmake = find_tool("cmake")
+    if not cmake:
+        return BuildOutcome(False, 0.0, errors=["cmake not found"])
+    cmd = [cmake, "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+           "-DCML_LABS=" + ";".join(lab.folder for lab in labs)]
+    if find_tool("ninja") and not (build / "CMakeCache.txt").exists():
+        cmd += ["-G", "Ninja"]
+    prefix = os.environ.get("CMAKE_PREFIX_PATH")
+    if prefix:
+        cmd.append("-DCMAKE_PREFIX_PATH=" + prefix.replace(os.pathsep, ";"))
+    nvcc = find_tool("nvcc")
+    if nvcc and not shutil.which("nvcc"):
+        cmd.append("-DCMAKE_CUDA_COMPILER=" + nvcc)
+    out = sandbox.run(cmd, cwd=src, timeout=timeout, env=env)
+    ok = out.returncode == 0
+    errors = [] if ok else _cmake_errors(out.output_tail)
+    return BuildOutcome(ok, out.seconds, out.timed_out, errors, out.output_tail)
+
+
+def _cmake_errors(text: str) -> list[str]:
+    lines = text.splitlines()
+    found = [ln.strip() for i, ln in enumerate(lines) if "CMake Error" in ln]
+    return found[:MAX_ERRORS] or lines[-10:]
+
+
+def cmake_build(build: Path, targets: list[str], timeout: float, env: dict[str, str],
+                jobs: int | None = None) -> BuildOutcome:
+    cmake = find_tool("cmake")
+    cmd = [cmake or "cmake", "--build", str(build), "--target", *targets]
+    cmd += ["-j", str(jobs or os.cpu_count() or 2)]
+    out = sandbox.run(cmd, cwd=build, timeout=timeout, env=env)
+    return BuildOutcome(out.returncode == 0 and not out.timed_out, out.seconds, out.timed_out,
+                        [], out.output_tail)
+
+
+# nvcc: "path(12): error: ..."; gcc/clang: "path:12:5: error: ..."; the linker: "... undefined
+# reference to ...".
+_ERROR_RE = re.compile(r"^(?P<path>[^\s:()][^:()]*?)(?:\((?P<l1>\d+)\)|:(?P<l2>\d+)(?::\d+)?):"
+                       r"\s*(?:fatal )?error\b[:\s]*(?P<msg>.*)$")
+
+
+def compile_errors(log: str, student_files: dict[str, str]) -> list[str]:
+    """The first errors in a build log, as "file:line: error: message", those in the
+    student's files first. `student_files` maps a path in the work tree to the name the
+    student knows (e.g. labs/04_tiled_matmul/tiled_matmul.cu)."""
+    mine, other = [], []
+    for line in log.splitlines():
+        line = line.strip()
+        m = _ERROR_RE.match(line)
+        if not m:
+            if "undefined reference" in line or "ld returned" in line:
+                other.append(_shorten(line, student_files))
+            continue
+        path, number = m.group("path"), m.group("l1") or m.group("l2")
+        entry = f"{path}:{number}: error: {m.group('msg').strip()}"
+        shown = _student_name(path, student_files)
+        if shown is not None:
+            entry = f"{shown}:{number}: error: {m.group('msg').strip()}"
+            if entry not in mine:
+                mine.append(entry)
+        else:
+            other.append(_shorten(entry, student_files))
+    errors = mine[:MAX_ERRORS]
+    return errors + other[:MAX_ERRORS - len(errors)]
+
+
+def _student_name(path: str, student_files: dict[str, str]) -> str | None:
+    norm = os.path.normpath(path)
+    for full, short in student_files.items():
+        if norm in (os.path.normpath(full), short) or norm.endswith(os.sep + short):
+            return short
+    return None
+
+
+def _shorten(text: str, student_files: dict[str, str]) -> str:
+    """Work-tree paths in a message, made relative to the repository."""
+    for full, short in student_files.items():
+        if full.endswith(short) and len(full) > len(short):
+            text = text.replace(full[: -len(short)], "")
+    return text
+
+
+def lock_down(src: Path, build: Path, labs: list[LabPaths]) -> None:
+    """After the build, before any student code runs: the reference solutions, hidden tests
+    and everything built from them become readable by the grader (root) only."""
+    solutions = src / "solutions"
+    if solutions.is_dir():
+        solutions.chmod(0o700)
+    for lab in labs:
+        lab_build = build / "labs" / lab.folder
+        if not lab_build.is_dir():
+            continue
+        for entry in lab_build.rglob("*"):
+            private = "solution" in entry.name or (entry.is_dir() and "hidden" in entry.name)
+            if private and not entry.is_symlink():
+                entry.chmod(0o700 if entry.is_dir() or os.access(entry, os.X_OK) else 0o600)
+
+
+def open_for(path: Path) -> None:
+    """Makes a tree traversable and readable by others (the unprivileged user)."""
+    for root, dirs, files in os.walk(path):
+        os.chmod(root, os.stat(root).st_mode | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH
+                 | stat.S_IXOTH)
+        for name in files:
+            full = os.path.join(root, name)
+            if os.path.islink(full):
+                continue
+            os.chmod(full, os.stat(full).st_mode | stat.S_IRGRP | stat.S_IROTH)
+
+
+def object_file(build: Path, lab: LabPaths) -> Path | None:
+    """The student's compiled object: labNN_student's object under the build tree."""
+    folder = build / "labs" / lab.folder / "CMakeFiles" / f"{lab.tag}_student.dir"
+    if not folder.is_dir():
+        return None
+    found = sorted(folder.rglob(f"{lab.topic}.cu.o")) or sorted(folder.rglob("*.o"))
+    return found[0] if found else None
+
+
+def binary(build: Path, lab: LabPaths, kind: str) -> Path | None:
+    """labNN_<kind> (e.g. tests_student, bench_solution) if it was built."""
+    path = build / "labs" / lab.folder / f"{lab.tag}_{kind}"
+    return path if path.is_file() else None
+
+
+def submission_tree(path: Path, scratch: Path) -> Path:
+    """The folder to take student files from: a directory laid out like the repository (a
+    git clone included: its checked-out files), or a bare git repository (its HEAD tree,
+    extracted into `scratch`)."""
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist")
+    if path.is_dir() and (path / "HEAD").is_file() and (path / "objects").is_dir():
+        git = shutil.which("git")
+        if not git:
+            raise RuntimeError(f"{path} is a bare git repository and git is not installed")
+        scratch.mkdir(parents=True, exist_ok=True)
+        archive = scratch / "head.tar"
+        with archive.open("wb") as out:
+            subprocess.run([git, "--git-dir", str(path), "archive", "--format=tar", "HEAD"],
+                           stdout=out, check=True, timeout=300)
+        tree = scratch / "tree"
+        tree.mkdir(exist_ok=True)
+        with tarfile.open(archive) as tar:
+            safe = [m for m in tar.getmembers() if (m.isreg() or m.isdir())
+                    and not m.name.startswith("/") and ".." not in Path(m.name).parts]
+            tar.extractall(tree, members=safe)  # regular files and folders only
+        return tree
+    if not path.is_dir():
+        raise NotADirectoryError(f"{path} is not a directory")
+    return path
+
+
+def default_env(home: Path) -> dict[str, str]:
+    """The environment of the build: scrubbed, plus what CMake and nvcc need to be found."""
+    env = sandbox.scrubbed_env(home)
+    for key in ("CMAKE_PREFIX_PATH", "CUDA_HOME", "CUDA_PATH", "CUDACXX", "CXX", "CC"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    cuda_bin = os.path.dirname(find_tool("nvcc") or "")
+    if cuda_bin and cuda_bin not in env["PATH"].split(os.pathsep):
+        env["PATH"] = env["PATH"] + os.pathsep + cuda_bin
+    return env
+
+
+__all__ = ["BuildOutcome", "copy_pristine", "place_student_file", "cmake_configure",
+           "cmake_build", "compile_errors", "lock_down", "open_for", "object_file", "binary",
+           "default_env", "submission_tree", "ROOT"]
