@@ -1,0 +1,191 @@
+// Lab 07 bench: the pointer chase launched with the baseline's configuration against the
+// student's, interleaved per the project's timing protocol; then the same chase over a sweep
+// of block sizes and launch bounds, each timed alone, with the occupancy the runtime predicts
+// for it: the throughput-against-occupancy curve. Prints one JSON document.
+//   lab07_bench_<variant> [--lines-log2 21] [--warps 65536] [--rounds 2] [--json PATH] ...
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "chase.cuh"
+#include "cml/bench.hpp"
+#include "cml/buffer.hpp"
+#include "cml/check.hpp"
+#include "cml/compare.hpp"
+#include "occupancy.cuh"
+
+namespace {
+
+using lab07::ChaseParams;
+using Kernel = void (*)(const std::uint32_t*, std::uint32_t*, ChaseParams);
+
+__global__ void sweep_unbounded(const std::uint32_t* __restrict__ table,
+                                std::uint32_t* __restrict__ out, ChaseParams p) {
+  lab07::chase_warp(table, out, p);
+}
+
+template <int kThreads, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    sweep_bounded(const std::uint32_t* __restrict__ table, std::uint32_t* __restrict__ out,
+                  ChaseParams p) {
+  lab07::chase_warp(table, out, p);
+}
+
+struct SweepPoint {
+  std::string name;
+  Kernel kernel;
+  int block;
+};
+
+std::vector<SweepPoint> sweep_points() {
+  return {{"unbounded_b32", sweep_unbounded, 32},
+          {"unbounded_b128", sweep_unbounded, 128},
+          {"unbounded_b256", sweep_unbounded, 256},
+          {"unbounded_b512", sweep_unbounded, 512},
+          {"bounds32x32_b32", sweep_bounded<32, 32>, 32},
+          {"bounds256x4_b256", sweep_bounded<256, 4>, 256},
+          {"bounds256x5_b256", sweep_bounded<256, 5>, 256},
+          {"bounds256x6_b256", sweep_bounded<256, 6>, 256},
+          {"bounds256x8_b256", sweep_bounded<256, 8>, 256},
+          {"bounds128x16_b128", sweep_bounded<128, 16>, 128},
+          {"bounds64x32_b64", sweep_bounded<64, 32>, 64},
+          {"bounds512x4_b512", sweep_bounded<512, 4>, 512},
+          {"bounds1024x2_b1024", sweep_bounded<1024, 2>, 1024}};
+}
+
+// Occupancy the runtime predicts for `kernel` launched with `block` threads.
+double predicted_occupancy(const void* kernel, int block, const cml::DeviceInfo& device) {
+  int blocks = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block, 0));
+  const int warps = blocks * ((block + device.warp_size - 1) / device.warp_size);
+  return static_cast<double>(warps) / (device.max_threads_per_sm / device.warp_size);
+}
+
+int registers_of(const void* kernel) {
+  cudaFuncAttributes attr{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+  return attr.numRegs;
+}
+
+// Checks the first, middle and last warps of the output against the CPU model.
+cml::Verification verify(const std::vector<std::uint32_t>& table, const ChaseParams& p,
+                         const cml::DeviceBuffer<std::uint32_t>& d_out, std::uint64_t seed) {
+  const auto out = d_out.download();
+  const int w = p.warps;
+  const int picks[] = {0, w / 2, std::max(0, w - 4)};
+  for (int first : picks) {
+    const int count = std::min(4, w - first);
+    const auto want = lab07::chase_reference(table, p, first, count);
+    for (int i = 0; i < count * lab07::kWarpSize; ++i) {
+      const std::size_t at = static_cast<std::size_t>(first) * lab07::kWarpSize + i;
+      if (out[at] != want[i]) {
+        return {true, false,
+                "out[" + std::to_string(first + i / lab07::kWarpSize) + "][" +
+                    std::to_string(i % lab07::kWarpSize) + "] = " + std::to_string(out[at]) +
+                    ", expected " + std::to_string(want[i]) + " (seed " + std::to_string(seed) +
+                    ")" + (cml::is_poison(out[at]) ? ": never written" : "")};
+      }
+    }
+  }
+  return {true, true, "first, middle and last warps match the CPU model"};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto args = cml::parse_bench_args(
+      argc, argv, {"lines-log2", "warps", "rounds"},
+      "usage: lab07 bench [--lines-log2 L (table of 2^L 128-byte lines, default 21)] "
+      "[--warps W (chains, default 65536)] [--rounds R (of 64 steps, default 2)]");
+  const int lines_log2 = static_cast<int>(args.get_int("lines-log2", 21));
+  std::string why;
+  const auto device = cml::query_device(0, &why);
+  if (!device) {
+    std::cerr << "no CUDA device: " << why << "\n";
+    return 3;
+  }
+  try {
+    ChaseParams p;
+    p.line_mask = static_cast<std::uint32_t>((std::size_t{1} << lines_log2) - 1);
+    p.warps = static_cast<int>(args.get_int("warps", 65536));
+    p.rounds = static_cast<int>(args.get_int("rounds", 2));
+    p.seed = static_cast<std::uint32_t>(args.seed);
+    const auto table = lab07::make_chase_table(std::size_t{1} << lines_log2, args.seed);
+    cml::DeviceBuffer<std::uint32_t> d_table(table.size());
+    d_table.upload(table);
+    const std::size_t words = static_cast<std::size_t>(p.warps) * lab07::kWarpSize;
+    cml::DeviceBuffer<std::uint32_t> d_base(words), d_out(words);
+
+    cml::Harness harness(device->l2_bytes, args.timing);
+    cml::BenchReport report(CML_LAB, CML_VARIANT, args, *device, harness.flush_bytes());
+    report.param("lines", static_cast<double>(std::size_t{1} << lines_log2));
+    report.param("warps", p.warps);
+    report.param("rounds", p.rounds);
+    // Every step moves one 128-byte line; the rate says how many lines per second the SMs
+    // keep coming, which is what more resident warps raise.
+    const cml::Work work{0.0, static_cast<double>(p.warps) * p.rounds * lab07::kChaseKeys * 128.0};
+
+    const auto base_cfg = lab07::chase_baseline_config();
+    const auto tuned_cfg = lab07::chase_tuned_config();
+    const double base_occ = predicted_occupancy(base_cfg.kernel, base_cfg.block_threads, *device);
+    const double tuned_occ = predicted_occupancy(tuned_cfg.kernel, tuned_cfg.block_threads, *device);
+    report.metric("baseline_block_threads", base_cfg.block_threads);
+    report.metric("baseline_registers", registers_of(base_cfg.kernel));
+    report.metric("baseline_predicted_occupancy", base_occ);
+    report.metric("tuned_block_threads", tuned_cfg.block_threads);
+    report.metric("tuned_registers", registers_of(tuned_cfg.kernel));
+    report.metric("tuned_predicted_occupancy", tuned_occ);
+
+    const std::uint32_t* table_ptr = d_table.data();
+    {
+      d_base.poison();
+      d_out.poison();
+      std::uint32_t* base_out = d_base.data();
+      std::uint32_t* tuned_out = d_out.data();
+      const cml::TimedCase baseline{
+          "baseline", [=](int) { lab07::chase_baseline(table_ptr, base_out, p); }};
+      const cml::TimedCase tuned{"tuned", [=](int) { lab07::chase_tuned(table_ptr, tuned_out, p); }};
+      const auto t = harness.time_pair(baseline, tuned);
+      report.add_comparison("tuned", t, work, verify(table, p, d_base, args.seed),
+                            verify(table, p, d_out, args.seed));
+      std::cerr << "baseline " << t.baseline_ms.median << " ms (predicted occupancy "
+                << base_occ * 100 << " %), tuned " << t.candidate_ms.median
+                << " ms (predicted " << tuned_occ * 100 << " %), speedup " << t.speedup.median
+                << "x\n";
+    }
+
+    for (const auto& point : sweep_points()) {
+      const void* fn = reinterpret_cast<const void*>(point.kernel);
+      const double occ = predicted_occupancy(fn, point.block, *device);
+      const int regs = registers_of(fn);
+      if (occ <= 0) {
+        std::cerr << point.name << ": does not fit on this GPU, skipped\n";
+        continue;
+      }
+      d_out.poison();
+      std::uint32_t* out = d_out.data();
+      const unsigned grid = static_cast<unsigned>(
+          (static_cast<long long>(p.warps) * lab07::kWarpSize + point.block - 1) / point.block);
+      const Kernel kernel = point.kernel;
+      const int block = point.block;
+      const cml::TimedCase c{point.name, [=](int) {
+                               kernel<<<grid, block>>>(table_ptr, out, p);
+                               CUDA_CHECK_LAUNCH();
+                             }};
+      bool converged = false;
+      const auto ms = harness.time_single(c, &converged);
+      report.add_case(point.name, ms, converged, work, verify(table, p, d_out, args.seed));
+      report.metric(point.name + ".predicted_occupancy", occ);
+      report.metric(point.name + ".registers", regs);
+      std::cerr << point.name << ": " << regs << " registers, predicted occupancy " << occ * 100
+                << " %, " << ms.median << " ms\n";
+    }
+    return report.write();
+  } catch (const std::exception& err) {
+    std::cerr << "bench failed: " << err.what() << "\n";
+    return 1;
+  }
+}
