@@ -318,7 +318,12 @@ def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Optio
         kinds = [(k, spec) for k in ("tests_student", "hidden_student")
                  if any(c.matches(spec) and c.hidden == (k == "hidden_student")
                         for c in canonical)]
-        lab_result.parts.append(measure.memory_safety(rubric, ctx, kinds))
+        gate = memory_safety_gate(canonical, runs, spec)
+        if gate:
+            lab_result.parts.append(PartResult("memory_safety", "Memory safety", GRADED, 0.0,
+                                               rubric.memory_safety.points, gate))
+        else:
+            lab_result.parts.append(measure.memory_safety(rubric, ctx, kinds))
     if rubric.performance:
         _say(opts, f"{lab.folder}: timing the bench (yours and the reference)")
         part, timing = measure.performance(rubric, ctx, full_groups)
@@ -329,6 +334,20 @@ def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Optio
     for metric in rubric.metrics:
         _say(opts, f"{lab.folder}: profiling ({metric.name[:40]})")
         lab_result.parts.append(measure.metric_part(metric, ctx, full_groups))
+
+
+def memory_safety_gate(canonical: list[Case], runs: dict, spec: str) -> str:
+    """Why memory safety earns nothing before the sanitizer runs, or "" when it may: a
+    kernel that does nothing is trivially clean, so the checked cases must pass first."""
+    cases = [c for c in canonical if c.matches(spec)]
+    failing = [c.name for c in cases if getattr(runs.get(c.name), "status", None) != PASSED]
+    if not cases:
+        return f"No test case matches '{spec}' (a rubric problem)."
+    if failing:
+        return ("No memory-safety points: the cases checked under compute-sanitizer must "
+                "pass first (a kernel that writes nothing is trivially clean); failing: "
+                + "; ".join(failing[:3]) + ".")
+    return ""
 
 
 def _static(lab: LabPaths, rubric: Rubric, build: Path, src: Path,
