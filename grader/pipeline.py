@@ -276,7 +276,10 @@ def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Optio
         return
 
     # 3. Lock the reference away; the student's code runs as another user from here on.
-    canonical = list_cases(binaries["tests_solution"], run_env) if binaries["tests_solution"] else []
+    # The case list comes from the reference's binary (public + hidden); a student's copy
+    # has no solutions/, so there the public binary lists its own cases.
+    lister = binaries["tests_solution"] or binaries["tests_student"]
+    canonical = list_cases(lister, run_env) if lister else []
     if identity is not None:
         workspace.lock_down(src, build, [lab])
     run_dir = work / "run" / lab.folder
@@ -298,6 +301,8 @@ def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Optio
             found, _outcome = runner.run_layer(binary, spec, expected)
             runs.update(found)
 
+    for run in runs.values():
+        run.messages = _shown_messages(run.messages, "hidden" in run.tags, src)
     full_groups = _correctness(rubric, canonical, runs, lab_result, has_gpu, why_no_gpu)
     if runner.log:
         lab_result.build["test_runs"] = runner.log
@@ -334,6 +339,20 @@ def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Optio
     for metric in rubric.metrics:
         _say(opts, f"{lab.folder}: profiling ({metric.name[:40]})")
         lab_result.parts.append(measure.metric_part(metric, ctx, full_groups))
+
+
+def _shown_messages(messages: list[str], hidden: bool, src: Path) -> list[str]:
+    """Messages as the student may see them: work-tree paths made relative; for hidden
+    tests, no line of the hidden test's source (only what the checks themselves report)."""
+    prefix = str(src) + os.sep
+    shown = []
+    for msg in messages:
+        if hidden and (prefix + "solutions" in msg or "solutions/" in msg.split(":", 1)[0]):
+            continue
+        shown.append(msg.replace(prefix, ""))
+    if hidden and len(shown) < len(messages):
+        shown.append("(the hidden test's own source lines are not shown)")
+    return shown
 
 
 def memory_safety_gate(canonical: list[Case], runs: dict, spec: str) -> str:
