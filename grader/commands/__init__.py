@@ -1,6 +1,7 @@
 """The grader's subcommands: each module has `add_parser(subparsers)` and `run(args) -> int`."""
 
-from . import check, doctor, expect_fail, grade, list_labs, skeleton
+from . import (batch, check, ci, doctor, expect_fail, grade, list_labs, release,
+               skeleton)
 
 COMMANDS = {
     "doctor": doctor,
@@ -9,4 +10,7 @@ COMMANDS = {
     "grade": grade,
     "skeleton": skeleton,
     "expect-fail": expect_fail,
+    "ci": ci,
+    "batch": batch,
+    "release": release,
 }

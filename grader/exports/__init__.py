@@ -4,6 +4,7 @@
     to_prairielearn(result) -> dict     PrairieLearn external grader results.json
     to_junit(result) -> str             JUnit XML (CI test reports)
     to_markdown(result) -> str          PR comment / CI job summary
+    to_html(result) -> str              self-contained HTML report with plots
     terminal_table(result, color) -> str
     write_exports(result, out_dir, formats) -> list[Path]
 
@@ -246,6 +247,7 @@ def xml_text(text: str) -> str:
 
 
 from .gradescope import to_gradescope  # noqa: E402  (the helpers above come first)
+from .html import to_html  # noqa: E402
 from .junit import to_junit  # noqa: E402
 from .markdown import to_markdown  # noqa: E402
 from .prairielearn import to_prairielearn  # noqa: E402
@@ -256,6 +258,7 @@ FORMATS = {
     "prairielearn": Path("prairielearn") / "results.json",
     "junit": Path("junit.xml"),
     "markdown": Path("summary.md"),
+    "html": Path("report.html"),
 }
 
 
@@ -276,6 +279,8 @@ def write_exports(result: GradeResult, out_dir: Path, formats: list[str]) -> lis
             text = json.dumps(to_prairielearn(result), indent=2) + "\n"
         elif fmt == "junit":
             text = to_junit(result)
+        elif fmt == "html":
+            text = to_html(result)
         else:
             text = to_markdown(result)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -284,5 +289,6 @@ def write_exports(result: GradeResult, out_dir: Path, formats: list[str]) -> lis
     return written
 
 
-__all__ = ["to_gradescope", "to_prairielearn", "to_junit", "to_markdown", "terminal_table",
+__all__ = ["to_gradescope", "to_prairielearn", "to_junit", "to_markdown", "to_html",
+           "terminal_table",
            "write_exports", "FORMATS", "score_items", "Item"]

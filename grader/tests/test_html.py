@@ -1,0 +1,183 @@
+"""The HTML report: self-contained, parses, and one <svg> per plot the data allows."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import unittest
+from html.parser import HTMLParser
+from pathlib import Path
+
+from grader.exports import FORMATS, write_exports
+from grader.exports.html import lab_plots, nice_ticks, to_html
+from grader.result import GradeResult, LabResult, PartResult, TestResult
+
+
+class _Collect(HTMLParser):
+    VOID = {"meta", "br", "img", "input", "link", "hr", "area", "base", "col", "embed",
+            "source", "track", "wbr"}
+    SVG_EMPTY = {"line", "circle", "rect", "polyline", "path"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str, str | None]] = []
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs += [(tag, k, v) for k, v in attrs]
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs += [(tag, k, v) for k, v in attrs]
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes <{self.stack[-1] if self.stack else None}>")
+            return
+        self.stack.pop()
+
+
+def _ms(median: float, samples: list[float]) -> dict:
+    return {"median": median, "min": min(samples), "max": max(samples), "n": len(samples),
+            "samples": samples}
+
+
+def _side(speedups: list[float], cases: list[dict], metrics: dict) -> dict:
+    med = sorted(speedups)[len(speedups) // 2]
+    return {"baseline_ms": _ms(2.0, [2.0] * len(speedups)),
+            "candidate_ms": _ms(2.0 / med, [2.0 / s for s in speedups]),
+            "speedup": _ms(med, speedups), "converged": True,
+            "verification": {"checked": True, "passed": True, "message": "ok"},
+            "cases": cases, "metrics": metrics}
+
+
+def _case(name: str, gbps: float) -> dict:
+    return {"name": name, "converged": True, "ms": {"median": 1.0}, "gbytes_per_s": gbps}
+
+
+def _lab(folder: str, title: str, speedups: list[float], ref: list[float], cases: list[dict],
+         metrics: dict) -> LabResult:
+    timing = {"student": _side(speedups, cases, metrics), "reference": _side(ref, cases, metrics),
+              "student_speedup": sorted(speedups)[len(speedups) // 2],
+              "reference_speedup": sorted(ref)[len(ref) // 2]}
+    lab = LabResult(folder, title, 90.0, 100.0, timing=timing)
+    lab.parts = [PartResult("correctness", "Kernel", "graded", 70.0, 70.0),
+                 PartResult("performance", "Performance", "graded", 20.0, 30.0,
+                            "Your kernel reaches 2.0x; full points need 2.5x <b>now</b>.")]
+    lab.tests = [TestResult("kernel matches the CPU & more", "Kernel", "gpu", False, "passed",
+                            35.0, 35.0),
+                 TestResult("odd <sizes>", "Kernel", "gpu", True, "failed", 0.0, 35.0,
+                            ["C[1][2] = 0, expected 3 (size 5, seed 7)"])]
+    return lab
+
+
+def timed_result() -> GradeResult:
+    strides = [1, 2, 4, 8, 16, 32]
+    lab01 = _lab("01_warp_sizing", "Warp sizing", [11.9, 12.1, 12.3], [12.2, 12.4, 12.6],
+                 [_case(f"sweep_block_{b}", 100.0 + b) for b in (14, 32, 64, 128, 256, 1024)],
+                 {})
+    lab02 = _lab("02_coalescing", "Coalescing", [3.0, 3.1, 3.2], [3.9, 4.0, 4.1],
+                 [_case("copy", 3000.0)] + [_case(f"stride_{s}", 2800.0 / s) for s in strides],
+                 {})
+    lab06 = _lab("06_bank_conflicts", "Bank conflicts", [1.5, 1.6], [1.6, 1.6], [],
+                 {**{f"cycles_per_access_stride_{s}": 21.0 + 2 * s for s in strides},
+                  **{f"predicted_degree_stride_{s}": s for s in strides}})
+    lab07 = _lab("07_occupancy", "Occupancy", [1.9, 2.0], [2.1, 2.2],
+                 [_case("unbounded_b256", 900.0), _case("bounds256x8_b256", 1500.0)],
+                 {"unbounded_b256.predicted_occupancy": 0.375,
+                  "unbounded_b256.registers": 80,
+                  "bounds256x8_b256.predicted_occupancy": 1.0,
+                  "bounds256x8_b256.registers": 32})
+    untimed = LabResult("05_boundary_checks", "Boundary checks", 0.0, 100.0,
+                        [PartResult("correctness", "Any size", "not_graded", 0.0, 100.0)])
+    labs = [lab01, lab02, untimed, lab06, lab07]
+    return GradeResult("submissions/<alice>", 7, "2025-01-01T00:00:00+00:00", "0.1.0",
+                       {"name": "Test GPU", "compute_capability": "9.0"}, {}, labs,
+                       points=360.0, max_points=500.0)
+
+
+class HtmlReportTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.result = timed_result()
+        self.page = to_html(self.result)
+
+    def parse(self, text: str) -> _Collect:
+        parser = _Collect()
+        parser.feed(text)
+        parser.close()
+        return parser
+
+    def test_parses_with_balanced_tags(self):
+        parsed = self.parse(self.page)
+        self.assertEqual(parsed.errors, [])
+        self.assertEqual(parsed.stack, [])
+        self.assertTrue(self.page.startswith("<!DOCTYPE html>"))
+
+    def test_self_contained(self):
+        self.assertNotIn("<script", self.page.lower())
+        self.assertIsNone(re.search(r"https?://", self.page))
+        parsed = self.parse(self.page)
+        for tag, key, value in parsed.attrs:
+            if key in ("src", "href"):
+                self.assertTrue(str(value).startswith("#"), f"<{tag} {key}={value}>")
+        self.assertNotIn("@import", self.page)
+        self.assertNotIn("url(", self.page)
+
+    def test_one_svg_per_plot(self):
+        # speedups + strip plot + throughput vs block size (01) + bandwidth vs stride (02)
+        # + cycles vs stride (06) + throughput vs occupancy (07)
+        self.assertEqual(self.page.count("<svg"), 6)
+        self.assertEqual(self.page.count("</svg>"), 6)
+        for title in ("Speedup over the baseline", "Timing samples", "bandwidth vs stride",
+                      "cycles per shared access vs stride", "throughput vs block size",
+                      "throughput vs occupancy"):
+            self.assertIn(title, self.page)
+        self.assertIn("32-way", self.page)  # the predicted degree labels lab 06's points
+
+    def test_text_is_escaped(self):
+        self.assertIn("submissions/&lt;alice&gt;", self.page)
+        self.assertIn("odd &lt;sizes&gt;", self.page)
+        self.assertIn("&lt;b&gt;now&lt;/b&gt;", self.page)
+        self.assertNotIn("<b>now", self.page)
+
+    def test_table_and_reasons(self):
+        self.assertIn("90 / 100", self.page)
+        self.assertIn("full points need 2.5x", self.page)
+        self.assertIn("12.10×", self.page)  # lab 01's median speedup in the table
+
+    def test_no_timing_means_no_plots(self):
+        result = GradeResult("s", 1, "t", "v", None, {}, [LabResult("04_tiled_matmul",
+                                                                   "Tiled", 0.0, 100.0)])
+        page = to_html(result)
+        self.assertNotIn("<svg", page)
+        self.assertIn("GPU parts were not graded", page)
+        self.assertEqual(self.parse(page).errors, [])
+
+    def test_plots_need_their_data(self):
+        lab = self.result.labs[1]
+        self.assertEqual(len(lab_plots(lab)), 1)
+        lab.timing["student"]["cases"] = "not a list"
+        lab.timing["reference"] = None
+        self.assertEqual(lab_plots(lab), [])
+
+    def test_write_exports_html(self):
+        self.assertIn("html", FORMATS)
+        with tempfile.TemporaryDirectory() as tmp:
+            written = write_exports(self.result, Path(tmp), ["html"])
+            self.assertEqual([p.name for p in written], ["report.html"])
+            self.assertEqual(written[0].read_text(encoding="utf-8"), self.page)
+
+    def test_nice_ticks(self):
+        self.assertEqual(nice_ticks(0, 10), [0, 2, 4, 6, 8, 10])
+        ticks = nice_ticks(0, 2837)
+        self.assertEqual(ticks[0], 0)
+        self.assertGreaterEqual(ticks[-1], 2837)
+
+
+if __name__ == "__main__":
+    unittest.main()
