@@ -1,7 +1,6 @@
 """The grader's subcommands: each module has `add_parser(subparsers)` and `run(args) -> int`."""
 
-from . import (batch, check, ci, doctor, expect_fail, grade, list_labs, release,
-               skeleton)
+from . import check, ci, doctor, expect_fail, grade, list_labs, skeleton
 
 COMMANDS = {
     "doctor": doctor,
@@ -11,6 +10,4 @@ COMMANDS = {
     "skeleton": skeleton,
     "expect-fail": expect_fail,
     "ci": ci,
-    "batch": batch,
-    "release": release,
 }
