@@ -222,12 +222,18 @@ def timing_summary(lab: LabResult) -> dict[str, float | None]:
     ms = (student.get("candidate_ms") or {}).get("median") if isinstance(student, dict) else None
     s_speed = t.get("student_speedup")
     r_speed = t.get("reference_speedup")
+    check = student.get("verification") if isinstance(student, dict) else None
+    # A kernel whose timed output was wrong has no meaningful speed: show none.
+    wrong = isinstance(check, dict) and check.get("checked") and not check.get("passed")
+    if wrong:
+        s_speed = None
     vs_ref = s_speed / r_speed if isinstance(s_speed, (int, float)) and \
         isinstance(r_speed, (int, float)) and r_speed > 0 else None
-    return {"ms": ms if isinstance(ms, (int, float)) else None,
+    return {"ms": ms if isinstance(ms, (int, float)) and not wrong else None,
             "speedup": s_speed if isinstance(s_speed, (int, float)) else None,
             "reference_speedup": r_speed if isinstance(r_speed, (int, float)) else None,
-            "vs_reference": vs_ref}
+            "vs_reference": vs_ref,
+            "wrong_output": bool(wrong)}
 
 
 def test_counts(lab: LabResult) -> dict[str, int]:

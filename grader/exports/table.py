@@ -38,7 +38,8 @@ def _lab_cells(lab: LabResult) -> list[str]:
         _fit(f"{lab.lab[:2]} {lab.title}", COLUMNS[0][1]),
         tests,
         f"{t['ms']:.3g} ms" if t["ms"] is not None else DASH,
-        f"{t['speedup']:.2f}x" if t["speedup"] is not None else DASH,
+        f"{t['speedup']:.2f}x" if t["speedup"] is not None else
+        ("wrong" if t.get("wrong_output") else DASH),
         f"{t['vs_reference']:.2f}x ref" if t["vs_reference"] is not None else DASH,
         f"{fmt_points(lab.points)}/{fmt_points(lab.max_points)} pts",
     ]

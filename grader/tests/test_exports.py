@@ -408,6 +408,15 @@ class TerminalTableTest(unittest.TestCase):
             if re.search(r"^\s+0/\d+ pts", line):
                 self.assertRegex(line, r"pts  .+: \S")
 
+    def test_wrong_timed_output_shows_no_speed(self):
+        result = fixtures()["graded"]
+        lab = result.labs[0]
+        lab.timing["student"]["verification"] = {"checked": True, "passed": False,
+                                                 "message": "C[0][0] was never written"}
+        text = terminal_table(result, color=False)
+        self.assertNotIn("13.25x", text)
+        self.assertIn("wrong", text)
+
     def test_no_gpu_and_compile_error(self):
         text = terminal_table(fixtures()["no_gpu"], color=False)
         self.assertIn("no CUDA device", text)
