@@ -1,6 +1,7 @@
 """The grader's subcommands: each module has `add_parser(subparsers)` and `run(args) -> int`."""
 
-from . import check, ci, doctor, expect_fail, grade, list_labs, skeleton
+from . import (batch, check, ci, doctor, expect_fail, grade, list_labs, release,
+               skeleton)
 
 COMMANDS = {
     "doctor": doctor,
@@ -10,4 +11,6 @@ COMMANDS = {
     "skeleton": skeleton,
     "expect-fail": expect_fail,
     "ci": ci,
+    "batch": batch,
+    "release": release,
 }
