@@ -30,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -512,6 +513,10 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
     for k in range(max(1, min(jobs, len(todo)))):
         slots.put(root / f"slot-{k}")
 
+    live: dict[int, subprocess.Popen] = {}
+    stopping = threading.Event()
+    guard = threading.Lock()
+
     def one(i: int) -> Outcome:
         sub = plan.submissions[i]
         slot = slots.get()
@@ -520,17 +525,23 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
         log = out_dir / sub.student / "grade.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with log.open("w") as f:
+            with guard:
+                if stopping.is_set():
+                    return Outcome(sub.student, INTERRUPTED, None, None, 0.0)
+                f = log.open("w")
                 cmd = task_command(out_dir, i, slot) + (["--force"] if force else [])
                 proc = subprocess.Popen(cmd, cwd=plan.repo, stdout=f, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, start_new_session=True)
+                live[i] = proc
+            with f:
                 # the task stops itself at the limit; this is the backstop (GPU waits excluded
                 # there, so allow for them here)
-                backstop = plan.timeout * 3 + 300
                 try:
-                    proc.wait(timeout=backstop)
+                    proc.wait(timeout=plan.timeout * 3 + 300)
                 except subprocess.TimeoutExpired:
                     _stop(proc)
+            with guard:
+                live.pop(i, None)
         finally:
             slots.put(slot)
         stamp = read_stamp(out_dir, sub.student)
@@ -540,18 +551,36 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
         return Outcome(sub.student, stamp.status, stamp.points, stamp.max_points, seconds,
                        _lab_points(out_dir, sub.student))
 
-    with cf.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(one, i) for i in todo]
-        try:
-            for future in cf.as_completed(futures):
-                outcome = future.result()
-                outcomes.append(outcome)
-                if report:
-                    report(outcome, len(outcomes), total)
-        except KeyboardInterrupt:
-            for f in futures:
-                f.cancel()
-            raise
+    def on_term(signum, _frame):
+        raise KeyboardInterrupt
+
+    main = threading.current_thread() is threading.main_thread()
+    saved = signal.signal(signal.SIGTERM, on_term) if main else None
+    try:
+        with cf.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = [pool.submit(one, i) for i in todo]
+            try:
+                for future in cf.as_completed(futures):
+                    outcome = future.result()
+                    outcomes.append(outcome)
+                    if report:
+                        report(outcome, len(outcomes), total)
+            except KeyboardInterrupt:
+                # the tasks run in their own sessions: pass the signal on, so each one stops
+                # its children and writes what it knows (graded again on the next run)
+                with guard:
+                    stopping.set()
+                    for f in futures:
+                        f.cancel()
+                    for proc in live.values():
+                        try:
+                            os.killpg(proc.pid, signal.SIGTERM)
+                        except ProcessLookupError:
+                            pass
+                raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, saved)
     if not keep_work:
         shutil.rmtree(root, ignore_errors=True)
     return outcomes
