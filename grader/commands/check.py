@@ -26,6 +26,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None,
                    help="rerun with the seed a failure printed (default: a fresh one)")
     p.add_argument("--no-gpu", action="store_true", help="skip the GPU parts")
+    p.add_argument("--html", action="store_true",
+                   help="also write .grader/last/report.html (tables and plots)")
     p.add_argument("--build-timeout", type=float, default=None, help=argparse.SUPPRESS)
     p.add_argument("--test-timeout", type=float, default=None, help=argparse.SUPPRESS)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
@@ -67,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
     WORK.parent.mkdir(parents=True, exist_ok=True)
     result, status = grade_cmd.grade_with(args, ROOT, labs, WORK)
     write_result(result, LAST)
+    if args.html:
+        from ..exports import write_exports
+        print(f"report: {write_exports(result, LAST, ['html'])[0]}")
     text = feedback(result)
     if text:
         print(text)

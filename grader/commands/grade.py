@@ -31,6 +31,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="where result.json and the exports go (default: grade-out)")
     p.add_argument("--format", default=DEFAULT_FORMATS,
                    help=f"comma-separated exports (default: {DEFAULT_FORMATS}; '' for none)")
+    p.add_argument("--html", action="store_true",
+                   help="also write report.html (tables and plots, self-contained)")
     p.add_argument("--seed", type=int, default=None,
                    help="seed for test inputs and the bench (default: random, recorded)")
     p.add_argument("--work-dir", type=Path, default=None,
@@ -77,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"grade: {err.args[0]}", file=sys.stderr)
         return 1
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
+    if args.html and "html" not in formats:
+        formats.append("html")
     if not args.submission.exists():
         print(f"grade: {args.submission} does not exist", file=sys.stderr)
         return 1

@@ -172,6 +172,20 @@ class HtmlReportTest(unittest.TestCase):
             self.assertEqual([p.name for p in written], ["report.html"])
             self.assertEqual(written[0].read_text(encoding="utf-8"), self.page)
 
+    def test_grade_html_flag(self):
+        from unittest import mock
+
+        from grader.__main__ import build_parser
+        from grader.commands import grade as grade_cmd
+        with tempfile.TemporaryDirectory() as tmp:
+            args = build_parser().parse_args(["grade", tmp, "--labs", "04", "--out", tmp,
+                                              "--format", "junit", "--html", "-q"])
+            with mock.patch.object(grade_cmd, "grade_with", return_value=(self.result, 0)), \
+                    mock.patch("sys.stdout"):
+                self.assertEqual(grade_cmd.run(args), 0)
+            self.assertTrue((Path(tmp) / "report.html").is_file())
+            self.assertTrue((Path(tmp) / "junit.xml").is_file())
+
     def test_nice_ticks(self):
         self.assertEqual(nice_ticks(0, 10), [0, 2, 4, 6, 8, 10])
         ticks = nice_ticks(0, 2837)
