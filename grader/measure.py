@@ -225,7 +225,7 @@ def performance(rubric: Rubric, ctx: Context, full_groups: set[str]) -> tuple[Pa
     except ValueError as err:
         part.reason = f"Not measured: {err}"
         return part, timing
-    timing["reference"] = _summary(ref_comp)
+    timing["reference"] = _summary(ref_comp, reference)
     timing["device"] = reference.get("device")
     timing["clocks"] = reference.get("clocks")
     if student is None:
@@ -237,7 +237,7 @@ def performance(rubric: Rubric, ctx: Context, full_groups: set[str]) -> tuple[Pa
     except ValueError as err:
         part.status, part.reason = GRADED, f"No speed points: {err}"
         return part, timing
-    timing["student"] = _summary(comp)
+    timing["student"] = _summary(comp, student)
     s_speed = _num(comp, "speedup", "median")
     r_speed = _num(ref_comp, "speedup", "median")
     timing["student_speedup"], timing["reference_speedup"] = s_speed, r_speed
@@ -269,11 +269,15 @@ def _num(d: dict, *keys: str) -> float | None:
     return float(d) if isinstance(d, (int, float)) else None
 
 
-def _summary(comp: dict) -> dict[str, Any]:
+def _summary(comp: dict, doc: dict) -> dict[str, Any]:
+    """The scored comparison, plus the bench's other cases and derived metrics (sweeps the
+    HTML report plots: bandwidth vs stride, cycles vs stride, throughput vs block size)."""
     return {
         "baseline_ms": (comp.get("baseline") or {}).get("ms"),
         "candidate_ms": (comp.get("candidate") or {}).get("ms"),
         "speedup": comp.get("speedup"),
         "converged": comp.get("converged"),
         "verification": (comp.get("candidate") or {}).get("verification"),
+        "cases": doc.get("cases") or [],
+        "metrics": doc.get("metrics") or {},
     }
