@@ -219,9 +219,12 @@ def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Optio
     build_timeout = opts.build_timeout or rubric.build_timeout_s
     test_timeout = opts.test_timeout or rubric.test_timeout_s
 
-    # 1. The reference's targets (the grader's own code) first, then the student's.
-    ref_targets = [f"{lab.tag}_tests_solution"] if has_public else []
-    ref_targets += [f"{lab.tag}_bench_solution"] if has_bench and rubric.performance else []
+    # 1. The reference's targets (the grader's own code) first, then the student's. A
+    # student's copy has no solutions/: no reference, so speed against it is not measured.
+    has_solution = srclab.solution_file.is_file()
+    ref_targets = [f"{lab.tag}_tests_solution"] if has_public and has_solution else []
+    ref_targets += ([f"{lab.tag}_bench_solution"]
+                    if has_bench and rubric.performance and has_solution else [])
     if ref_targets:
         _say(opts, f"{lab.folder}: building the reference")
         ref_build = workspace.cmake_build(build, ref_targets, max(build_timeout, 600), build_env)

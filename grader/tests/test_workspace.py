@@ -42,7 +42,9 @@ class PristineCopyTest(unittest.TestCase):
             dest = Path(tmp) / "src"
             copy_pristine(ROOT, dest, [lab])
             self.assertEqual([p.name for p in (dest / "labs").iterdir()], [lab.folder])
-            self.assertTrue((dest / "solutions" / lab.folder).is_dir())
+            # A student's copy (grader release) has no solutions/ to copy.
+            self.assertEqual((dest / "solutions" / lab.folder).is_dir(),
+                             (ROOT / "solutions" / lab.folder).is_dir())
             self.assertFalse((dest / ".git").exists())
             self.assertFalse(any(dest.glob("build*")))
             sub = Path(tmp) / "sub"
