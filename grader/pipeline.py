@@ -27,7 +27,8 @@ from .paths import ROOT, LabPaths
 from .result import (CRASHED, FAILED, GRADED, NOT_GRADED, NOT_RUN, PASSED, GradeResult,
                      LabResult, PartResult, TestResult)
 from .rubric import Rubric, RubricError, load_rubric
-from .scoring import grade_totals, group_points, lab_totals, not_graded_reason
+from .scoring import (grade_totals, group_points, lab_totals, leave_out_unmeasured,
+                      not_graded_reason)
 from .testrun import Case, Runner, list_cases
 from .tools import find_catch2, probe_toolchain, query_gpus
 
@@ -178,6 +179,7 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
             _finish_unfinished(lab_result, rubric, "the grader failed on this lab")
         finally:
             lab_result.wall_seconds = round(time.monotonic() - start, 2)
+            leave_out_unmeasured(lab_result)
             lab_totals(lab_result)
 
 

@@ -148,12 +148,26 @@ def _first_line(text: str) -> str:
 def lab_totals(lab_result: LabResult) -> tuple[float, float]:
     """(points, max_points) of a lab: the sum over its parts, stored on the lab too.
 
-    Parts not graded (no GPU) or not measured count towards max_points with 0 points, so
-    a grade without a GPU reads "40 / 100", never "40 / 40"."""
+    Parts not graded (no GPU) count towards max_points with 0 points, so a grade without a
+    GPU reads "40 / 100", never "40 / 40". Parts not measured have been taken out of the
+    maximum by leave_out_unmeasured() first."""
     points = _round(sum(p.points for p in lab_result.parts))
     max_points = _round(sum(p.max_points for p in lab_result.parts))
     lab_result.points, lab_result.max_points = points, max_points
     return points, max_points
+
+
+def leave_out_unmeasured(lab_result: LabResult) -> None:
+    """A part that could not be measured (a profiler or sanitizer missing or refused) is
+    neither a loss nor a gain: its points leave the lab's maximum. The rubric's value stays in
+    details["points_if_measured"] and the reason says so."""
+    for part in lab_result.parts:
+        if part.status == NOT_MEASURED and part.max_points > 0:
+            part.details["points_if_measured"] = part.max_points
+            note = (f"Its {part.max_points:g} point(s) are left out of the total: "
+                    "neither lost nor gained.")
+            part.reason = f"{part.reason.strip()} {note}".strip()
+            part.points = part.max_points = 0.0
 
 
 def grade_totals(grade_result: GradeResult) -> tuple[float, float]:
@@ -175,4 +189,5 @@ def not_graded_reason(kind: str) -> str:
 
 __all__ = ["GRADED", "NOT_GRADED", "NOT_MEASURED", "REVIEW", "SpeedScore", "PointsScore",
            "group_points", "speed_points", "sanitizer_points", "lab_totals", "grade_totals",
+           "leave_out_unmeasured",
            "not_graded_reason"]

@@ -6,8 +6,8 @@ import unittest
 from grader.parsers import SanitizerSummary
 from grader.result import (GRADED, NOT_GRADED, NOT_MEASURED, REVIEW, GradeResult, LabResult,
                            PartResult)
-from grader.scoring import (grade_totals, group_points, lab_totals, sanitizer_points,
-                            speed_points)
+from grader.scoring import (grade_totals, group_points, lab_totals, leave_out_unmeasured,
+                            sanitizer_points, speed_points)
 
 
 class GroupPointsTest(unittest.TestCase):
@@ -134,6 +134,18 @@ class TotalsTest(unittest.TestCase):
         self.assertAlmostEqual(points, 27.8333, places=4)
         self.assertEqual(max_points, 61.0)
         self.assertEqual(grade.max_points, 61.0)
+
+    def test_unmeasured_parts_are_neither_lost_nor_gained(self):
+        lab = self.lab(PartResult("correctness", "Kernel", GRADED, 40, 40),
+                       PartResult("metric", "Bank conflicts", NOT_MEASURED, 0, 10,
+                                  "Not measured: ncu was not allowed to read the counters."),
+                       PartResult("correctness", "GPU", NOT_GRADED, 0, 50, "no CUDA device"))
+        leave_out_unmeasured(lab)
+        self.assertEqual(lab_totals(lab), (40.0, 90.0))  # not graded still counts as 0 of 50
+        metric = lab.parts[1]
+        self.assertEqual((metric.points, metric.max_points), (0.0, 0.0))
+        self.assertEqual(metric.details["points_if_measured"], 10)
+        self.assertIn("neither lost nor gained", metric.reason)
 
     def test_empty(self):
         self.assertEqual(lab_totals(self.lab()), (0.0, 0.0))
