@@ -29,8 +29,9 @@ INCLUDE_TOP = ("labs", "handouts", "common", "grader", "cmake", "docs", "tools",
 EXCLUDE = (
     "solutions/*",
     "grader/tests/fixtures/*",  # submissions written as edits of the reference solution
-    "grader/tests/lab04_fixtures.py",  # makes those submissions from solutions/
+    "grader/tests/lab_fixtures.py",  # makes those submissions from solutions/
     "grader/tests/test_e2e_lab04.py",  # grades them: needs the reference
+    "grader/tests/test_fixtures.py",  # checks the recipes against the solutions
     "*/__pycache__/*", "*.pyc",
 )
 MIN_LINE = 16  # shorter lines ("}", "return 0;") prove nothing

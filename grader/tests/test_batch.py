@@ -315,7 +315,7 @@ def _missing() -> str:
 @unittest.skipIf(_missing(), f"a real batch needs these, missing here: {_missing()}")
 class RealBatchTest(TmpCase):
     def test_two_lab04_submissions_then_a_resumed_run_that_regrades_nothing(self):
-        from .lab04_fixtures import make_submission
+        from .lab_fixtures import make_submission
         subs = self.tmp / "subs"
         make_submission("solution", subs / "ann")
         make_submission("compile_error", subs / "ben")

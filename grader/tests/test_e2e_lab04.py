@@ -18,7 +18,7 @@ from grader.paths import ROOT, find_lab
 from grader.result import GRADED, NOT_GRADED, PASSED, TIMEOUT
 from grader.tools import find_catch2, find_tool
 
-from .lab04_fixtures import STUDENT_REL, line_of, make_submission
+from .lab_fixtures import STUDENT_REL, line_of, make_submission
 
 HOST_POINTS = 25.0  # the model (15) and tile chooser (10) groups: graded without a GPU
 

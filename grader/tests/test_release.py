@@ -27,8 +27,9 @@ class RulesTest(unittest.TestCase):
                   "tools/gpu_check.sh", "docs/mainpage.md", "common/src/test_main.cpp"]
         outside = ["solutions/04_tiled_matmul/tiled_matmul.cu",
                    "solutions/04_tiled_matmul/tests/test_hidden.cpp",
-                   "grader/tests/fixtures/lab04/recipes.json", "grader/tests/lab04_fixtures.py",
-                   "grader/tests/test_e2e_lab04.py", ".github/CODEOWNERS", "notes/x.md",
+                   "grader/tests/fixtures/lab04/recipes.json", "grader/tests/lab_fixtures.py",
+                   "grader/tests/test_e2e_lab04.py", "grader/tests/test_fixtures.py",
+                   ".github/CODEOWNERS", "notes/x.md",
                    "grader/__pycache__/x.pyc", "build/CMakeCache.txt"]
         for rel in inside:
             self.assertTrue(release.included(rel), rel)
