@@ -68,6 +68,16 @@ BenchArgs parse_bench_args(int argc, char** argv, const std::vector<std::string>
   return args;
 }
 
+DeviceInfo bench_device() {
+  std::string why;
+  const auto device = query_device(0, &why);
+  if (!device) {
+    std::cerr << "no CUDA device: " << why << "\n";
+    std::exit(3);
+  }
+  return *device;
+}
+
 void write_json(JsonWriter& json, const SampleStats& s) {
   json.begin_object()
       .field("median", s.median)

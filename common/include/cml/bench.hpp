@@ -36,6 +36,10 @@ struct BenchArgs {
 BenchArgs parse_bench_args(int argc, char** argv, const std::vector<std::string>& lab_options,
                            const std::string& usage);
 
+/// The device a bench runs on. Without a usable CUDA device it says why on standard error
+/// and exits with status 3 (the grader reads that as "no GPU", not as a failed bench).
+DeviceInfo bench_device();
+
 /// Amount of work a timed case does, for rates in the report.
 struct Work {
   double flop = 0;   ///< floating-point operations per run (GFLOP/s reported when > 0)

@@ -42,12 +42,7 @@ int main(int argc, char** argv) {
       argc, argv, {"n", "sweep"},
       "usage: lab01 bench [--n N (elements, default 67108864)] [--sweep 0|1 (default 1)]");
   const int n = static_cast<int>(args.get_int("n", 1 << 26));
-  std::string why;
-  const auto device = cml::query_device(0, &why);
-  if (!device) {
-    std::cerr << "no CUDA device: " << why << "\n";
-    return 3;
-  }
+  const cml::DeviceInfo device = cml::bench_device();
   try {
     const std::size_t count = static_cast<std::size_t>(n);
     std::vector<std::vector<float>> h_x;
@@ -57,8 +52,8 @@ int main(int argc, char** argv) {
       d_x.emplace_back(count);
       d_x.back().upload(h_x.back());
     }
-    cml::Harness harness(device->l2_bytes, args.timing);
-    cml::BenchReport report(CML_LAB, CML_VARIANT, args, *device, harness.flush_bytes());
+    cml::Harness harness(device.l2_bytes, args.timing);
+    cml::BenchReport report(CML_LAB, CML_VARIANT, args, device, harness.flush_bytes());
     report.param("n", n);
     report.param("bad_block_size", lab01::kBadBlockSize);
     const cml::Work work{static_cast<double>(count), 2.0 * count * sizeof(float)};
@@ -79,10 +74,10 @@ int main(int argc, char** argv) {
     };
 
     const int chosen = lab01::choose_block_size(
-        device->max_threads_per_block, device->max_threads_per_sm, device->max_blocks_per_sm);
+        device.max_threads_per_block, device.max_threads_per_sm, device.max_blocks_per_sm);
     report.param("chosen_block_size", chosen);
     report.metric("chosen_block_size", chosen);
-    if (chosen >= 1 && chosen <= device->max_threads_per_block) {
+    if (chosen >= 1 && chosen <= device.max_threads_per_block) {
       const std::string name = "block_" + std::to_string(chosen);
       for (int bad : {lab01::kBadBlockSize, 36}) {
         d_base.poison();
@@ -103,7 +98,7 @@ int main(int argc, char** argv) {
 
     if (args.get_int("sweep", 1) != 0) {
       for (int threads : {14, 32, 36, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024}) {
-        if (threads > device->max_threads_per_block) break;
+        if (threads > device.max_threads_per_block) break;
         d_cand.poison();
         bool converged = false;
         const auto ms = harness.time_single(

@@ -72,15 +72,10 @@ int main(int argc, char** argv) {
               << "\n";
     return 2;
   }
-  std::string why;
-  const auto device = cml::query_device(0, &why);
-  if (!device) {
-    std::cerr << "no CUDA device: " << why << "\n";
-    return 3;
-  }
+  const cml::DeviceInfo device = cml::bench_device();
   try {
-    cml::Harness harness(device->l2_bytes, args.timing);
-    cml::BenchReport report(CML_LAB, CML_VARIANT, args, *device, harness.flush_bytes());
+    cml::Harness harness(device.l2_bytes, args.timing);
+    cml::BenchReport report(CML_LAB, CML_VARIANT, args, device, harness.flush_bytes());
     report.param("rows", rows);
     report.param("cols", cols);
     report.param("count", static_cast<double>(count));

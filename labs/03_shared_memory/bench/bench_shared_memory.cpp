@@ -67,12 +67,7 @@ int main(int argc, char** argv) {
       "(default: plan_blur_tile for full occupancy on this GPU)]");
   const int n = static_cast<int>(args.get_int("n", 1 << 26));
   const int radius = static_cast<int>(args.get_int("radius", 8));
-  std::string why;
-  const auto device = cml::query_device(0, &why);
-  if (!device) {
-    std::cerr << "no CUDA device: " << why << "\n";
-    return 3;
-  }
+  const cml::DeviceInfo device = cml::bench_device();
   try {
     const std::size_t count = static_cast<std::size_t>(n);
     std::vector<std::vector<float>> h_in;
@@ -82,8 +77,8 @@ int main(int argc, char** argv) {
       d_in.emplace_back(count);
       d_in.back().upload(h_in.back());
     }
-    cml::Harness harness(device->l2_bytes, args.timing);
-    cml::BenchReport report(CML_LAB, CML_VARIANT, args, *device, harness.flush_bytes());
+    cml::Harness harness(device.l2_bytes, args.timing);
+    cml::BenchReport report(CML_LAB, CML_VARIANT, args, device, harness.flush_bytes());
     report.param("n", n);
     report.param("radius", radius);
     // Each output is 2·radius+1 additions and a multiply; DRAM must at least read the input
@@ -106,8 +101,8 @@ int main(int argc, char** argv) {
       lab03::blur_global(in, out, n, radius);
     };
 
-    const auto limits = lab03::limits_of(*device);
-    const int full_occupancy = std::max(1, device->max_threads_per_sm / lab03::kBlurThreads);
+    const auto limits = lab03::limits_of(device);
+    const int full_occupancy = std::max(1, device.max_threads_per_sm / lab03::kBlurThreads);
     const auto compare_tile = [&](const std::string& name, int tile, int blocks_per_sm) {
       report.param(name + "_tile", tile);
       report.param(name + "_shared_bytes",

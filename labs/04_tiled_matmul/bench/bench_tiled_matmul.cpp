@@ -49,12 +49,7 @@ int main(int argc, char** argv) {
       "usage: lab04 bench [--n N (multiple of 32, default 4096)] [--tile T (default: "
       "choose_tile for this GPU)]");
   const int n = static_cast<int>(args.get_int("n", 4096));
-  std::string why;
-  const auto device = cml::query_device(0, &why);
-  if (!device) {
-    std::cerr << "no CUDA device: " << why << "\n";
-    return 3;
-  }
+  const cml::DeviceInfo device = cml::bench_device();
   try {
     const std::size_t count = static_cast<std::size_t>(n) * n;
     Inputs in;
@@ -67,8 +62,8 @@ int main(int argc, char** argv) {
       in.d_b.back().upload(in.h_b.back());
     }
     cml::DeviceBuffer<float> d_c(count);
-    cml::Harness harness(device->l2_bytes, args.timing);
-    cml::BenchReport report(CML_LAB, CML_VARIANT, args, *device, harness.flush_bytes());
+    cml::Harness harness(device.l2_bytes, args.timing);
+    cml::BenchReport report(CML_LAB, CML_VARIANT, args, device, harness.flush_bytes());
     report.param("n", n);
     const cml::Work work{2.0 * n * static_cast<double>(n) * n, 3.0 * count * sizeof(float)};
 
@@ -106,8 +101,8 @@ int main(int argc, char** argv) {
     }
 
     const int tile = static_cast<int>(
-        args.get_int("tile", lab04::choose_tile(device->max_threads_per_block,
-                                                device->shared_per_block)));
+        args.get_int("tile", lab04::choose_tile(device.max_threads_per_block,
+                                                device.shared_per_block)));
     report.param("dynamic_tile", tile);
     if (tile >= 1 && tile <= lab04::kMaxTile && n % tile == 0) {
       const auto dynamic = [n, tile](const float* a, const float* b, float* c) {

@@ -52,12 +52,7 @@ int main(int argc, char** argv) {
       "usage: lab06 bench [--n N (default 8192)] [--probe-iterations I (default 4096)]");
   const int n = static_cast<int>(args.get_int("n", 8192));
   const int probe_iterations = static_cast<int>(args.get_int("probe-iterations", 4096));
-  std::string why;
-  const auto device = cml::query_device(0, &why);
-  if (!device) {
-    std::cerr << "no CUDA device: " << why << "\n";
-    return 3;
-  }
+  const cml::DeviceInfo device = cml::bench_device();
   try {
     const std::size_t count = static_cast<std::size_t>(n) * n;
     std::vector<std::vector<float>> h_in;
@@ -71,8 +66,8 @@ int main(int argc, char** argv) {
     cml::DeviceBuffer<float> d_naive(count), d_conflicted(count), d_padded(count), d_copy(count);
     for (auto* b : {&d_naive, &d_conflicted, &d_padded, &d_copy}) b->poison();
 
-    cml::Harness harness(device->l2_bytes, args.timing);
-    cml::BenchReport report(CML_LAB, CML_VARIANT, args, *device, harness.flush_bytes());
+    cml::Harness harness(device.l2_bytes, args.timing);
+    cml::BenchReport report(CML_LAB, CML_VARIANT, args, device, harness.flush_bytes());
     report.param("n", n);
     report.param("block", "32x8 threads, 4 elements per thread");
     const cml::Work work{0.0, 2.0 * count * sizeof(float)};  // read once, write once

@@ -101,12 +101,7 @@ int main(int argc, char** argv) {
       "usage: lab07 bench [--lines-log2 L (table of 2^L 128-byte lines, default 21)] "
       "[--warps W (chains, default 65536)] [--rounds R (of 64 steps, default 2)]");
   const int lines_log2 = static_cast<int>(args.get_int("lines-log2", 21));
-  std::string why;
-  const auto device = cml::query_device(0, &why);
-  if (!device) {
-    std::cerr << "no CUDA device: " << why << "\n";
-    return 3;
-  }
+  const cml::DeviceInfo device = cml::bench_device();
   try {
     ChaseParams p;
     p.line_mask = static_cast<std::uint32_t>((std::size_t{1} << lines_log2) - 1);
@@ -119,8 +114,8 @@ int main(int argc, char** argv) {
     const std::size_t words = static_cast<std::size_t>(p.warps) * lab07::kWarpSize;
     cml::DeviceBuffer<std::uint32_t> d_base(words), d_out(words);
 
-    cml::Harness harness(device->l2_bytes, args.timing);
-    cml::BenchReport report(CML_LAB, CML_VARIANT, args, *device, harness.flush_bytes());
+    cml::Harness harness(device.l2_bytes, args.timing);
+    cml::BenchReport report(CML_LAB, CML_VARIANT, args, device, harness.flush_bytes());
     report.param("lines", static_cast<double>(std::size_t{1} << lines_log2));
     report.param("warps", p.warps);
     report.param("rounds", p.rounds);
@@ -130,8 +125,8 @@ int main(int argc, char** argv) {
 
     const auto base_cfg = lab07::chase_baseline_config();
     const auto tuned_cfg = lab07::chase_tuned_config();
-    const double base_occ = predicted_occupancy(base_cfg.kernel, base_cfg.block_threads, *device);
-    const double tuned_occ = predicted_occupancy(tuned_cfg.kernel, tuned_cfg.block_threads, *device);
+    const double base_occ = predicted_occupancy(base_cfg.kernel, base_cfg.block_threads, device);
+    const double tuned_occ = predicted_occupancy(tuned_cfg.kernel, tuned_cfg.block_threads, device);
     report.metric("baseline_block_threads", base_cfg.block_threads);
     report.metric("baseline_registers", registers_of(base_cfg.kernel));
     report.metric("baseline_predicted_occupancy", base_occ);
@@ -159,7 +154,7 @@ int main(int argc, char** argv) {
 
     for (const auto& point : sweep_points()) {
       const void* fn = reinterpret_cast<const void*>(point.kernel);
-      const double occ = predicted_occupancy(fn, point.block, *device);
+      const double occ = predicted_occupancy(fn, point.block, device);
       const int regs = registers_of(fn);
       if (occ <= 0) {
         std::cerr << point.name << ": does not fit on this GPU, skipped\n";

@@ -6,13 +6,12 @@
 
 int main(int argc, char** argv) {
   const auto args = cml::parse_bench_args(argc, argv, {"n"}, "usage: labNN bench [--n N]");
-  const auto device = cml::query_device();
-  if (!device) return 3;
+  const cml::DeviceInfo device = cml::bench_device();
   const int n = static_cast<int>(args.get_int("n", 1 << 26));
   cml::DeviceBuffer<float> x(n), y(n);
   x.fill_bytes(0);
-  cml::Harness harness(device->l2_bytes, args.timing);
-  cml::BenchReport report(CML_LAB, CML_VARIANT, args, *device, harness.flush_bytes());
+  cml::Harness harness(device.l2_bytes, args.timing);
+  cml::BenchReport report(CML_LAB, CML_VARIANT, args, device, harness.flush_bytes());
   const auto run = [&](int) { labNN::scale(x.data(), y.data(), n, 2.0f); };
   bool converged = false;
   const auto ms = harness.time_single({"scale", run}, &converged);
