@@ -63,12 +63,25 @@ function(cml_add_lab)
   endif()
 
   set(variants student)
-  add_library(${lab}_student STATIC "${student_file}")
+  set(compiled_variants "")
+  if(CML_STUDENT_BUILD)
+    # Grading: the student's file was compiled in a jail, in a build tree of its own made
+    # from a source tree without solutions/ or hidden tests; this tree only links it.
+    add_library(${lab}_student STATIC IMPORTED)
+    set_target_properties(${lab}_student PROPERTIES IMPORTED_LOCATION
+      "${CML_STUDENT_BUILD}/labs/${folder}/${CMAKE_STATIC_LIBRARY_PREFIX}${lab}_student${CMAKE_STATIC_LIBRARY_SUFFIX}")
+    target_include_directories(${lab}_student INTERFACE "${lab_dir}")
+    target_link_libraries(${lab}_student INTERFACE cml ${given_target} ${LAB_LIBRARIES})
+  else()
+    add_library(${lab}_student STATIC "${student_file}")
+    list(APPEND compiled_variants student)
+  endif()
   if(EXISTS "${solution_dir}/${topic}.cu")
     list(APPEND variants solution)
+    list(APPEND compiled_variants solution)
     add_library(${lab}_solution STATIC "${solution_dir}/${topic}.cu")
   endif()
-  foreach(v IN LISTS variants)
+  foreach(v IN LISTS compiled_variants)
     target_include_directories(${lab}_${v} PUBLIC "${lab_dir}")
     target_link_libraries(${lab}_${v} PUBLIC cml ${given_target} ${LAB_LIBRARIES})
     # The student's code is compiled with line info so sanitizer reports name their lines.

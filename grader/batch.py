@@ -125,6 +125,7 @@ def _write_atomic(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     tmp.write_text(text, encoding="utf-8")
+    tmp.chmod(0o600)  # plans and stamps name the grader's folders: never for student code
     os.replace(tmp, path)
     return path
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import measure, sandbox, static_checks, workspace
+from . import leaks, measure, sandbox, static_checks, workspace
 from .paths import ROOT, LabPaths
 from .result import (CRASHED, FAILED, GRADED, NOT_GRADED, NOT_RUN, PASSED, GradeResult,
                      LabResult, PartResult, TestResult)
@@ -100,6 +100,10 @@ def grade(opts: Options, result: GradeResult | None = None) -> GradeResult:
 def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
               why_no_gpu: str) -> None:
     identity = sandbox.unprivileged_identity()
+    isolation = sandbox.isolation()
+    result.sandbox = isolation.as_dict()
+    if not isolation.jailed:
+        _say(opts, f"warning: student code is not jailed: {isolation.why}")
     work.mkdir(parents=True, exist_ok=True)
     work.chmod(0o755)
     if identity is not None:
@@ -109,11 +113,19 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
                                  f"'{identity.name}' that runs student code ({closed} is "
                                  "closed to others): choose a --work-dir under an open folder")
             return
+    # Three trees: src and build are the grader's (solutions and hidden tests included);
+    # the student's file is compiled alone in student-src / student-build, which hold
+    # neither, and src's build only links the library made there.
     src, build = work / "src", work / "build"
+    student_src, student_build = work / "student-src", work / "student-build"
     home = sandbox.make_shared_dir(work / "home", identity)
     build_env = workspace.default_env(work / "build-home")
     (work / "build-home").mkdir(exist_ok=True)
+    student_env = dict(build_env)
     run_env = sandbox.scrubbed_env(home)
+    if isolation.jailed:  # a jail has a private /tmp and nothing else to write to
+        student_env.update(HOME="/tmp", TMPDIR="/tmp")
+        run_env.update(HOME="/tmp", TMPDIR="/tmp")
     if not has_gpu:
         run_env["CUDA_VISIBLE_DEVICES"] = ""  # the test main then skips [gpu] cases
 
@@ -127,6 +139,9 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
     if src.exists() and (src / "solutions").exists():
         (src / "solutions").chmod(0o755)
     workspace.copy_pristine(opts.source_root, src, opts.labs)
+    shutil.rmtree(student_src, ignore_errors=True)  # nothing of an earlier submission stays
+    workspace.copy_student_tree(opts.source_root, student_src, opts.labs)
+    sandbox.make_shared_dir(student_build, identity)
 
     rubrics: dict[str, Rubric] = {}
     for lab in opts.labs:
@@ -142,17 +157,25 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
         rubric = rubrics[lab.folder]
         problems = []
         for rel in rubric.student_files:
-            problem = workspace.place_student_file(tree, rel, src)
+            problem = workspace.place_student_file(tree, rel, student_src)
             if problem:
                 problems.append(problem)
         missing[lab.folder] = problems
-        student_paths[lab.folder] = {str(src / rel): rel for rel in rubric.student_files}
+        student_paths[lab.folder] = {str(student_src / rel): rel for rel in rubric.student_files}
 
     if not labs:
         return
     timeout = max(opts.build_timeout or rubrics[lab.folder].build_timeout_s for lab in labs)
     _say(opts, "configuring (CMake)")
-    configured = workspace.cmake_configure(src, build, labs, timeout, build_env)
+    configured = workspace.cmake_configure(src, build, labs, timeout, build_env,
+                                           [f"-DCML_STUDENT_BUILD={student_build}"])
+    if configured.ok:
+        # The student's tree is built for exactly the GPU architectures of the grader's.
+        arch = workspace.cache_value(build, "CMAKE_CUDA_ARCHITECTURES") or "75"
+        configured = workspace.cmake_configure(
+            student_src, student_build, labs, timeout, student_env,
+            ["-DCML_BUILD_TESTS=OFF", f"-DCMAKE_CUDA_ARCHITECTURES={arch}"],
+            identity=identity, jail=workspace.student_jail(student_src, student_build))
     if not configured.ok:
         result.errors.append("CMake could not configure the pristine tree: "
                              + " | ".join(configured.errors or [configured.log_tail[-500:]]))
@@ -160,6 +183,8 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
             result.labs.append(_failed_lab(lab, rubrics[lab.folder], "The grader could not "
                                            "configure the build; nothing was graded."))
         return
+    student = _StudentBuild(student_src, student_build, student_env, identity,
+                            workspace.student_jail(student_src, student_build))
 
     for lab in labs:
         rubric = rubrics[lab.folder]
@@ -169,7 +194,7 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
         try:
             _grade_lab(lab, rubric, lab_result, opts, result, work, src, build, build_env,
                        run_env, identity, has_gpu, why_no_gpu, missing[lab.folder],
-                       student_paths[lab.folder])
+                       student_paths[lab.folder], student)
         except Interrupted:
             _finish_unfinished(lab_result, rubric, "grading was interrupted")
             result.errors.append(f"{lab.folder}: grading was interrupted")
@@ -179,8 +204,21 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
             _finish_unfinished(lab_result, rubric, "the grader failed on this lab")
         finally:
             lab_result.wall_seconds = round(time.monotonic() - start, 2)
+            leaks.Secrets.of_lab(src, lab.folder, [work, opts.source_root, ROOT]) \
+                .scrub_lab(lab_result)
             leave_out_unmeasured(lab_result)
             lab_totals(lab_result)
+
+
+@dataclass
+class _StudentBuild:
+    """Where and how the student's file is compiled: its own trees, in a jail."""
+
+    src: Path
+    build: Path
+    env: dict[str, str]
+    identity: sandbox.Identity | None
+    jail: sandbox.Jail
 
 
 def _failed_lab(lab: LabPaths, rubric: Rubric, reason: str) -> LabResult:
@@ -213,7 +251,8 @@ def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Optio
                result: GradeResult, work: Path, src: Path, build: Path,
                build_env: dict[str, str], run_env: dict[str, str],
                identity: sandbox.Identity | None, has_gpu: bool, why_no_gpu: str,
-               missing: list[str], student_paths: dict[str, str]) -> None:
+               missing: list[str], student_paths: dict[str, str],
+               student: _StudentBuild) -> None:
     srclab = LabPaths(lab.folder, lab.number, lab.topic, src)
     has_public = any(srclab.lab_dir.glob("tests/*.c*"))
     has_hidden = any(srclab.solution_dir.glob("tests/*.c*"))
@@ -241,12 +280,27 @@ def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Optio
         _finish_unfinished(lab_result, rubric, reason)
         return
 
-    targets = [f"{lab.tag}_student"]
-    targets += [f"{lab.tag}_tests_student"] if has_public else []
-    targets += [f"{lab.tag}_hidden_student"] if has_hidden else []
-    targets += [f"{lab.tag}_bench_student"] if has_bench else []
+    # 2. The student's file alone, in its jail, as the unprivileged user: a tree with no
+    # solutions/ and no hidden tests, so nothing of them can be included or embedded.
     _say(opts, f"{lab.folder}: building your code")
-    built = workspace.cmake_build(build, targets, build_timeout, build_env)
+    built = workspace.cmake_build(student.build, [f"{lab.tag}_student"], build_timeout,
+                                  student.env, identity=student.identity, jail=student.jail)
+    if built.ok:
+        # 3. Static checks, before anything is linked with it or run.
+        violations = _static(lab, rubric, student.build, student.src, lab_result)
+        if violations is None:
+            return
+        # 4. The grader's tests and bench linked with the student's library (no student
+        # source is compiled here).
+        targets = [f"{lab.tag}_tests_student"] if has_public else []
+        targets += [f"{lab.tag}_hidden_student"] if has_hidden else []
+        targets += [f"{lab.tag}_bench_student"] if has_bench else []
+        if targets and not violations:
+            linked = workspace.cmake_build(build, targets, build_timeout, build_env)
+            built = workspace.BuildOutcome(linked.ok, built.seconds + linked.seconds,
+                                           linked.timed_out, [], linked.log_tail)
+    else:
+        violations = []
     errors = workspace.compile_errors(built.log_tail, student_paths) if not built.ok else []
     lab_result.build = {"ok": built.ok, "seconds": round(built.seconds, 1),
                         "timed_out": built.timed_out, "errors": errors}
@@ -256,18 +310,13 @@ def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Optio
                       "recursion or a huge unrolled loop?), so nothing that needs it was graded.")
         else:
             reason = "Your code does not compile:\n" + "\n".join(
-                errors or [built.log_tail.strip()[-800:]])
-        lab_result.parts.append(PartResult("build", "Build", GRADED, 0.0, 0.0, reason,
-                                           {"errors": errors, "timed_out": built.timed_out}))
+                errors or [_without_paths(built.log_tail.strip()[-800:], work)])
+        lab_result.parts.insert(0, PartResult("build", "Build", GRADED, 0.0, 0.0, reason,
+                                              {"errors": errors, "timed_out": built.timed_out}))
         _finish_unfinished(lab_result, rubric, "Not graded: the build failed (see Build).")
         return
-    lab_result.parts.append(PartResult("build", "Build", GRADED, 0.0, 0.0, "",
-                                       {"seconds": round(built.seconds, 1)}))
-
-    # 2. Static checks, before any of the student's code runs.
-    violations = _static(lab, rubric, build, src, lab_result)
-    if violations is None:
-        return
+    lab_result.parts.insert(0, PartResult("build", "Build", GRADED, 0.0, 0.0, "",
+                                          {"seconds": round(built.seconds, 1)}))
     binaries = {k: workspace.binary(build, lab, k) for k in
                 ("tests_student", "hidden_student", "bench_student", "tests_solution",
                  "bench_solution")}
@@ -290,7 +339,13 @@ def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Optio
     run_dir = work / "run" / lab.folder
     shutil.rmtree(run_dir, ignore_errors=True)  # never read a report left by an earlier run
     sandbox.make_shared_dir(run_dir, identity)
-    runner = Runner(run_dir, run_env, identity, opts.seed, test_timeout)
+    # Every run of the student's code: in a jail that holds only its binaries (at
+    # /cml/bin), this run folder (at /cml/run) and, for GPU work, the device nodes.
+    jail = sandbox.Jail(gpu=has_gpu).add(run_dir, sandbox.JAIL_ROOT + "/run", writable=True)
+    for kind in ("tests_student", "hidden_student", "bench_student"):
+        if binaries[kind]:
+            jail.add(binaries[kind], f"{sandbox.JAIL_ROOT}/bin/{binaries[kind].name}")
+    runner = Runner(run_dir, run_env, identity, opts.seed, test_timeout, jail=jail)
     runs: dict[str, object] = {}
     layers = [("host", HOST_SPEC)] + ([("gpu", GPU_SPEC)] if has_gpu else [])
     for layer, spec in layers:
@@ -344,6 +399,11 @@ def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Optio
     for metric in rubric.metrics:
         _say(opts, f"{lab.folder}: profiling ({metric.name[:40]})")
         lab_result.parts.append(measure.metric_part(metric, ctx, full_groups))
+
+
+def _without_paths(text: str, work: Path) -> str:
+    """A log excerpt without the grader's folders in it."""
+    return text.replace(str(work) + os.sep, "").replace(str(ROOT) + os.sep, "")
 
 
 def _shown_messages(messages: list[str], hidden: bool, src: Path) -> list[str]:

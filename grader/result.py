@@ -77,6 +77,9 @@ class GradeResult:
     max_points: float = 0.0
     schema: str = SCHEMA
     errors: list[str] = field(default_factory=list)  # grader-level problems, not the student's
+    # How student code was contained: {"tool": "bubblewrap 0.8.0", "jailed": true} or, where
+    # no jail could be made, {"jailed": false, "why": ...} (grading went on, less protected)
+    sandbox: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

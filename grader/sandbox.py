@@ -1,29 +1,48 @@
 """Runs one process the grader does not trust (the student's code, or a compiler on it).
 
-Each process gets its own process group, killed whole on timeout; a scrubbed environment;
-limits on file size and core dumps; and, when the grader runs as root, the identity of an
-unprivileged user. Its output goes to a file (never a pipe a child could hold open) and
-only the tail is kept, for the log: results are read from files the grader asks for,
-never from what the process prints.
+Each process gets its own session and process group, killed whole on timeout; a scrubbed
+environment; limits on processes, file size, open files, memory (resident set, watched)
+and core dumps; and, when the grader runs as root, the identity of an unprivileged user.
+Where bubblewrap works, the process also runs in a jail (`Jail`): new user, PID, network,
+IPC and UTS namespaces (no network at all), and a filesystem made only of the system's
+programs and libraries (read-only), the GPU device nodes when the stage needs them, a
+private /tmp, and the few files the stage needs, bound at neutral paths under /cml — the
+checkout, solutions/, hidden test sources, other submissions and the grader's outputs do
+not exist in it. Where bubblewrap is missing or cannot run, `isolation()` says so and
+grading goes on with the weaker protection (identity and limits only), visibly.
+
+Output goes to a file (never a pipe a child could hold open) and only the tail is kept, for
+the log: results are read from files the grader asks for, never from what the process
+prints. See grader/README.md, "The sandbox".
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import pwd
 import resource
+import shutil
 import signal
 import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
 UNPRIVILEGED_USERS = ("nobody", "nfsnobody")
 MAX_FILE_BYTES = 512 * 1024 * 1024
+MAX_RSS_BYTES = 16 * 1024**3  # resident memory of all the processes of one run together
+MAX_PROCESSES = 512  # per uid: applied only when the code runs as its own (unprivileged) uid
+MAX_OPEN_FILES = 1024
 TAIL_BYTES = 16 * 1024
+JAIL_ROOT = "/cml"  # where a jail's own files appear: /cml/src, /cml/build, /cml/run, /cml/bin
+# The system as a jail sees it: programs and libraries, read-only. /etc only in part: the
+# dynamic loader's cache and the compiler alternatives, nothing about users or hosts.
+SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
+SYSTEM_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives")
 
 _live: set[int] = set()  # process groups running now, killed by kill_all()
 _live_lock = threading.Lock()
@@ -74,6 +93,148 @@ def scrubbed_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, s
     return env
 
 
+@dataclass(frozen=True)
+class Bind:
+    """One path of the host shown inside a jail at `inside` (under JAIL_ROOT)."""
+
+    outside: Path
+    inside: str
+    writable: bool = False
+
+
+@dataclass
+class Jail:
+    """What a jailed process sees beyond the system's programs: `binds`, and the GPU device
+    nodes when `gpu` is set. Paths of the host in a command line, in its working folder and
+    in its environment are rewritten to their place inside, so callers keep using the
+    host's paths; `outside()` maps a path the process printed back to the host's."""
+
+    binds: list[Bind] = field(default_factory=list)
+    gpu: bool = False
+
+    def add(self, outside: Path, inside: str, writable: bool = False) -> "Jail":
+        self.binds.append(Bind(Path(outside), inside, writable))
+        return self
+
+    def inside(self, text: str) -> str:
+        for b in sorted(self.binds, key=lambda b: -len(str(b.outside))):
+            base = str(b.outside)
+            if text == base or text.startswith(base + os.sep):
+                return b.inside + text[len(base):]
+        return text
+
+    def to_host(self, text: str) -> str:
+        for b in self.binds:
+            text = text.replace(b.inside + "/", str(b.outside) + os.sep)
+        return text
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """Whether student code can be jailed here, and with what; recorded in result.json."""
+
+    tool: str | None  # "bubblewrap 0.8.0", or None
+    jailed: bool
+    why: str = ""  # when not jailed: the reason, for doctor and result.json
+
+    def as_dict(self) -> dict:
+        d = {"tool": self.tool, "jailed": self.jailed}
+        if self.why:
+            d["why"] = self.why
+        return d
+
+
+def _bwrap_path() -> str | None:
+    return os.environ.get("CML_BWRAP") or shutil.which("bwrap")
+
+
+@functools.lru_cache(maxsize=None)
+def isolation() -> Isolation:
+    """Finds bubblewrap and checks it can make a jail here (as the user student code runs
+    as); the answer is cached for the process."""
+    if os.environ.get("CML_SANDBOX", "").lower() == "off":
+        return Isolation(None, False, "turned off by CML_SANDBOX=off")
+    bwrap = _bwrap_path()
+    if not bwrap:
+        return Isolation(None, False, "bubblewrap (bwrap) is not installed; student code "
+                         "runs with a scrubbed environment and limits only "
+                         "(Debian/Ubuntu: apt-get install bubblewrap)")
+    try:
+        version = subprocess.run([bwrap, "--version"], capture_output=True, text=True,
+                                 timeout=10).stdout.strip() or "bubblewrap"
+        probe = subprocess.run(
+            [bwrap, *_jail_args(Jail(), "/"), "true"], capture_output=True, text=True,
+            timeout=30, preexec_fn=_preexec(unprivileged_identity(), MAX_FILE_BYTES))
+    except (OSError, subprocess.SubprocessError) as err:
+        return Isolation(None, False, f"bubblewrap could not be started: {err}")
+    if probe.returncode != 0:
+        why = (probe.stderr.strip().splitlines() or ["no message"])[-1][:200]
+        return Isolation(version, False, f"bubblewrap cannot make a jail here ({why}); "
+                         "unprivileged user namespaces may be turned off")
+    return Isolation(version, True)
+
+
+def _gpu_nodes() -> list[str]:
+    try:
+        return sorted(os.path.join("/dev", n) for n in os.listdir("/dev")
+                      if n.startswith("nvidia"))
+    except OSError:
+        return []
+
+
+def _tool_dirs() -> list[str]:
+    """Folders of the toolchain outside the system folders (a CUDA toolkit in /opt, a CMake
+    in a virtual environment), shown read-only."""
+    from .tools import find_tool  # tools imports nothing of ours; late to keep this module light
+    found = []
+    for name in ("nvcc", "cmake", "ninja", "compute-sanitizer", "ncu", "g++"):
+        path = find_tool(name)
+        if not path:
+            continue
+        real = Path(os.path.realpath(path)).parent.parent  # .../bin/x -> ...
+        if not any(str(real) == d or str(real).startswith(d + "/") for d in SYSTEM_DIRS):
+            found.append(str(real))
+    return sorted(set(found))
+
+
+def _jail_args(jail: Jail, cwd: str) -> list[str]:
+    args = ["--unshare-all", "--die-with-parent", "--new-session", "--hostname", "sandbox",
+            "--clearenv", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+            "--dir", JAIL_ROOT]
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+    for f in SYSTEM_ETC:
+        if os.path.exists(f):
+            args += ["--ro-bind", f, f]
+    for d in _tool_dirs():
+        args += ["--ro-bind", d, d]
+    if jail.gpu:
+        for node in _gpu_nodes():
+            args += ["--dev-bind", node, node]
+    for b in jail.binds:
+        args += ["--bind" if b.writable else "--ro-bind", str(b.outside), b.inside]
+    args += ["--chdir", cwd]
+    return args
+
+
+def jail_command(cmd: list[str], jail: Jail, cwd: Path, env: dict[str, str]) -> list[str]:
+    """The bwrap command line that runs `cmd` in `jail`."""
+    bwrap = _bwrap_path() or "bwrap"
+    args = [bwrap, *_jail_args(jail, jail.inside(str(cwd)))]
+    for key, value in env.items():
+        args += ["--setenv", key, _rewrite_value(jail, value)]
+    return args + ["--", *[jail.inside(c) for c in cmd]]
+
+
+def _rewrite_value(jail: Jail, value: str) -> str:
+    if os.pathsep in value:
+        return os.pathsep.join(jail.inside(v) for v in value.split(os.pathsep))
+    return jail.inside(value)
+
+
 @dataclass
 class Outcome:
     cmd: list[str]
@@ -81,6 +242,7 @@ class Outcome:
     timed_out: bool
     seconds: float
     output_tail: str
+    killed_for: str | None = None  # a limit other than time that ended it
 
     @property
     def signal(self) -> int | None:
@@ -91,7 +253,9 @@ class Outcome:
 
     def describe(self) -> str:
         if self.timed_out:
-            return f"timed out after {self.seconds:.0f} s (the whole process group was killed)"
+            return f"timed out after {self.seconds:.0f} s (all its processes were killed)"
+        if self.killed_for:
+            return f"was stopped: it {self.killed_for}"
         if self.signal:
             try:
                 name = signal.Signals(self.signal).name
@@ -105,7 +269,10 @@ def _preexec(identity: Identity | None, file_limit: int):
     def setup() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (MAX_OPEN_FILES, MAX_OPEN_FILES))
         if identity is not None:
+            # Counted per uid, so only meaningful when the code has a uid of its own.
+            resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCESSES, MAX_PROCESSES))
             os.setgroups([])
             os.setgid(identity.gid)
             os.setuid(identity.uid)
@@ -130,12 +297,15 @@ def _session_members(sid: int) -> list[int]:
 
 
 def kill_group(pgid: int) -> None:
-    """Kills the process group `pgid` and everything else in the session it leads."""
+    """Kills the process group `pgid`, everything else in the session it leads and every
+    process below it (found before anything is killed, while the parents still say so)."""
+    table = _process_table()
+    doomed = set(_session_members(pgid)) | set(_tree(pgid, table))
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    for pid in _session_members(pgid):
+    for pid in doomed:
         try:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -150,27 +320,79 @@ def kill_all() -> None:
         kill_group(pgid)
 
 
+def _process_table() -> dict[int, tuple[int, int, int]]:
+    """pid -> (parent pid, session id, resident pages) of every process (Linux /proc)."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            table[int(entry)] = (int(fields[1]), int(fields[3]), int(fields[21]))
+        except (OSError, IndexError, ValueError):
+            continue
+    return table
+
+
+def _tree(root: int, table: dict[int, tuple[int, int, int]]) -> list[int]:
+    """`root` and every process below it, also those that started sessions of their own."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _sid, _rss) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+def resident_bytes(root: int) -> int:
+    """Resident memory of `root` and all its descendants together."""
+    table = _process_table()
+    page = os.sysconf("SC_PAGE_SIZE")
+    return sum(table[p][2] for p in _tree(root, table) if p in table) * page
+
+
 def run(cmd: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
-        identity: Identity | None = None, file_limit: int = MAX_FILE_BYTES) -> Outcome:
-    """Runs `cmd` in its own session; kills its process group after `timeout` seconds."""
+        identity: Identity | None = None, file_limit: int = MAX_FILE_BYTES,
+        jail: Jail | None = None, max_rss: int = MAX_RSS_BYTES) -> Outcome:
+    """Runs `cmd` in its own session (in `jail` when given and bubblewrap works here); kills
+    all its processes after `timeout` seconds or once together they hold more than
+    `max_rss` bytes of memory."""
     start = time.monotonic()
+    popen_env, popen_cwd, argv = env, cwd, cmd
+    if jail is not None and isolation().jailed:
+        argv = jail_command(cmd, jail, cwd, env)
+        popen_env = {"PATH": env.get("PATH", "/usr/bin:/bin")}
+        popen_cwd = Path("/")
     with tempfile.TemporaryFile() as out:
         try:
-            proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True,
+            proc = subprocess.Popen(argv, cwd=popen_cwd, env=popen_env,
+                                    stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True,
                                     preexec_fn=_preexec(identity, file_limit))
         except OSError as err:
-            raise StartError(f"could not start {cmd[0]}: {err}") from err
+            raise StartError(f"could not start {argv[0]}: {err}") from err
         with _live_lock:
             _live.add(proc.pid)
-        timed_out = False
+        timed_out, killed_for = False, None
         try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            while True:
+                try:
+                    proc.wait(timeout=0.25)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if time.monotonic() - start > timeout:
+                    timed_out = True
+                    break
+                if resident_bytes(proc.pid) > max_rss:
+                    killed_for = f"used more than {max_rss / 1024**3:.0f} GiB of memory"
+                    break
         finally:
-            # Children left behind (or the whole group on timeout) go too.
+            # Children left behind (or everything, on timeout) go too.
             kill_group(proc.pid)
             proc.wait()
             with _live_lock:
@@ -179,7 +401,10 @@ def run(cmd: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
         size = out.seek(0, os.SEEK_END)
         out.seek(max(0, size - TAIL_BYTES))
         tail = out.read().decode(errors="replace")
-    return Outcome(cmd, None if timed_out else proc.returncode, timed_out, seconds, tail)
+    if jail is not None:
+        tail = jail.to_host(tail)
+    returncode = None if timed_out else proc.returncode
+    return Outcome(cmd, returncode, timed_out, seconds, tail, killed_for)
 
 
 def make_shared_dir(path: Path, identity: Identity | None) -> Path:

@@ -56,29 +56,79 @@ def copy_pristine(src_root: Path, dest: Path, labs: list[LabPaths]) -> None:
                                 dirs_exist_ok=True)
 
 
+# What the student's build tree holds of the pristine tree: enough for CMake to configure
+# and build each labNN_student library, and nothing of solutions/ or the hidden tests.
+STUDENT_TREE = ("CMakeLists.txt", "cmake", "common", "docs", "grader/CMakeLists.txt")
+MAX_STUDENT_FILE = 4 * 1024 * 1024
+
+
+def copy_student_tree(src_root: Path, dest: Path, labs: list[LabPaths]) -> None:
+    """The part of `src_root` the student's file is compiled in: the build files, common/
+    and the graded labs' folders of labs/ — no solutions/, no hidden tests, no grader."""
+    ignore = shutil.ignore_patterns(*SKIP_ANY)
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel in STUDENT_TREE:
+        source, target = src_root / rel, dest / rel
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=ignore, dirs_exist_ok=True)
+        elif source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    for lab in labs:
+        source = src_root / "labs" / lab.folder
+        if source.is_dir():
+            shutil.copytree(source, dest / "labs" / lab.folder, ignore=ignore,
+                            dirs_exist_ok=True)
+    stray = dest / "solutions"
+    if stray.exists():  # never, unless an earlier grader version made one: remove it
+        shutil.rmtree(stray)
+
+
 def place_student_file(submission: Path, rel: str, dest_root: Path) -> str | None:
-    """Copies one student file from the submission; returns a problem, or None."""
-    source = submission / rel
-    target = dest_root / rel
-    if source.is_symlink():
-        return f"{rel} is a symbolic link in the submission; submit the file itself"
-    if not source.is_file():
+    """Copies one student file from the submission as a regular file; returns a problem, or
+    None. A symbolic link anywhere on the way (the file, its lab folder, labs/) is refused:
+    it could point into the grader's own tree."""
+    parts = Path(rel).parts
+    if Path(rel).is_absolute() or ".." in parts:
+        return f"{rel} is not a path inside the submission"
+    here = submission
+    for i, part in enumerate(parts):
+        here = here / part
+        if here.is_symlink():
+            shown = "/".join(parts[:i + 1])
+            return (f"{shown} is a symbolic link in the submission; submit the file itself "
+                    "(links are never followed)")
+    try:
+        fd = os.open(submission / rel, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
         return f"{rel} is not in the submission"
-    if source.stat().st_size > 4 * 1024 * 1024:
-        return f"{rel} is larger than 4 MiB"
+    except OSError as err:
+        return f"{rel} cannot be read ({err.strerror})"
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return f"{rel} is not a regular file"
+        if info.st_size > MAX_STUDENT_FILE:
+            return f"{rel} is larger than 4 MiB"
+        data = f.read(MAX_STUDENT_FILE + 1)
+    target = dest_root / rel
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)
+    if target.is_symlink():
+        target.unlink()
+    target.write_bytes(data)
     os.utime(target)  # a newer time stamp, so the build always sees the change
     return None
 
 
 def cmake_configure(src: Path, build: Path, labs: list[LabPaths], timeout: float,
-                    env: dict[str, str]) -> BuildOutcome:
+                    env: dict[str, str], extra: list[str] | None = None,
+                    identity: sandbox.Identity | None = None,
+                    jail: sandbox.Jail | None = None) -> BuildOutcome:
     cmake = find_tool("cmake")
     if not cmake:
         return BuildOutcome(False, 0.0, errors=["cmake not found"])
     cmd = [cmake, "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-           "-DCML_LABS=" + ";".join(lab.folder for lab in labs)]
+           "-DCML_LABS=" + ";".join(lab.folder for lab in labs), *(extra or [])]
     if find_tool("ninja") and not (build / "CMakeCache.txt").exists():
         cmd += ["-G", "Ninja"]
     prefix = os.environ.get("CMAKE_PREFIX_PATH")
@@ -87,10 +137,27 @@ def cmake_configure(src: Path, build: Path, labs: list[LabPaths], timeout: float
     nvcc = find_tool("nvcc")
     if nvcc and not shutil.which("nvcc"):
         cmd.append("-DCMAKE_CUDA_COMPILER=" + nvcc)
-    out = sandbox.run(cmd, cwd=src, timeout=timeout, env=env)
-    ok = out.returncode == 0
+    out = sandbox.run(cmd, cwd=src, timeout=timeout, env=env, identity=identity, jail=jail)
+    ok = out.returncode == 0 and not out.timed_out
     errors = [] if ok else _cmake_errors(out.output_tail)
     return BuildOutcome(ok, out.seconds, out.timed_out, errors, out.output_tail)
+
+
+def cache_value(build: Path, key: str) -> str | None:
+    """A variable of a configured build tree's CMakeCache.txt."""
+    try:
+        text = (build / "CMakeCache.txt").read_text(errors="replace")
+    except OSError:
+        return None
+    m = re.search(rf"^{re.escape(key)}:[A-Z]+=(.*)$", text, re.MULTILINE)
+    return m.group(1).strip() if m else None
+
+
+def student_jail(student_src: Path, student_build: Path) -> sandbox.Jail:
+    """What the student's compile sees: its own source tree and build tree, nothing else."""
+    return (sandbox.Jail()
+            .add(student_src, sandbox.JAIL_ROOT + "/src")
+            .add(student_build, sandbox.JAIL_ROOT + "/build", writable=True))
 
 
 def _cmake_errors(text: str) -> list[str]:
@@ -99,12 +166,21 @@ def _cmake_errors(text: str) -> list[str]:
     return found[:MAX_ERRORS] or lines[-10:]
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: a Slurm allocation, a container)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 2
+
+
 def cmake_build(build: Path, targets: list[str], timeout: float, env: dict[str, str],
-                jobs: int | None = None) -> BuildOutcome:
+                jobs: int | None = None, identity: sandbox.Identity | None = None,
+                jail: sandbox.Jail | None = None) -> BuildOutcome:
     cmake = find_tool("cmake")
     cmd = [cmake or "cmake", "--build", str(build), "--target", *targets]
-    cmd += ["-j", str(jobs or os.cpu_count() or 2)]
-    out = sandbox.run(cmd, cwd=build, timeout=timeout, env=env)
+    cmd += ["-j", str(jobs or usable_cpus())]
+    out = sandbox.run(cmd, cwd=build, timeout=timeout, env=env, identity=identity, jail=jail)
     return BuildOutcome(out.returncode == 0 and not out.timed_out, out.seconds, out.timed_out,
                         [], out.output_tail)
 
@@ -238,6 +314,7 @@ def default_env(home: Path) -> dict[str, str]:
     return env
 
 
-__all__ = ["BuildOutcome", "copy_pristine", "place_student_file", "cmake_configure",
+__all__ = ["BuildOutcome", "copy_pristine", "copy_student_tree", "student_jail",
+           "cache_value", "usable_cpus", "place_student_file", "cmake_configure",
            "cmake_build", "compile_errors", "lock_down", "open_for", "object_file", "binary",
            "default_env", "submission_tree", "ROOT"]

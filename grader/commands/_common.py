@@ -61,6 +61,7 @@ def write_result(result: GradeResult, out_dir: Path) -> Path:
     path = out_dir / "result.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(result.to_json() + "\n", encoding="utf-8")
+    tmp.chmod(0o600)  # the grader's alone: student code never reads a grade
     os.replace(tmp, path)
     return path
 

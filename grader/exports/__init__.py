@@ -291,6 +291,7 @@ def write_exports(result: GradeResult, out_dir: Path, formats: list[str]) -> lis
             text = to_markdown(result)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+        path.chmod(0o600)
         written.append(path)
     return written
 
