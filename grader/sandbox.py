@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import os
 import pwd
+import re
 import resource
 import shutil
 import signal
@@ -125,7 +126,8 @@ class Jail:
 
     def to_host(self, text: str) -> str:
         for b in self.binds:
-            text = text.replace(b.inside + "/", str(b.outside) + os.sep)
+            text = re.sub(re.escape(b.inside) + r"(?=[/\s'\":,)]|$)",
+                          str(b.outside).replace("\\", "\\\\"), text, flags=re.MULTILINE)
         return text
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import sandbox
-from .catch_report import CaseResult, parse_catch_xml
+from .catch_report import CaseResult, close_cut_report, parse_catch_xml
 from .catch_spec import name_spec, spec_matches
 from .result import CRASHED, FAILED, PASSED, TIMEOUT
 
@@ -39,63 +39,137 @@ def _tags(text: str) -> tuple[str, ...]:
     return tuple(t.lower() for t in re.findall(r"\[([^\]]+)\]", text))
 
 
+# Catch2 2's console listing: a header, the cases, then "N test cases" (or "N matching test
+# cases") and an empty line, all at indent 0.
+_LISTING_FOOTER = re.compile(r"\d+ (matching )?test cases?")
+
+
 def parse_listing(text: str) -> list[Case]:
-    """The output of `--list-tests` (with `-r xml`): Catch2 3's XML listing, or Catch2 2's
-    console listing (names at indent 2, wrapped at indent 4, tags at indent 6)."""
+    """The test cases a binary lists, with their tags: Catch2 3's XML listing (`--list-tests
+    -r xml`), or what Catch2 2 prints for `--list-tests --list-test-names-only`: its console
+    listing (names at indent 2, tags at indent 6) and then every name again, raw, one a line.
+
+    The console listing wraps a long name onto lines at indent 4, breaking at a space (which
+    it drops), after a hyphen or before a bracket (which it keeps), so its lines cannot be
+    glued back into the name. The names are taken from the raw list; each takes the tags of
+    the console entry that is the same text once whitespace is ignored (the two lists come
+    from one process, in one order). Raises ValueError when the text is neither listing or
+    the two lists do not pair up."""
     start = text.find("<MatchingTests")
     if start >= 0:
         end = text.find("</MatchingTests>", start)
-        root = ET.fromstring(text[start:end + len("</MatchingTests>")])
+        if end < 0:
+            raise ValueError("the XML listing of test cases is cut short")
+        try:
+            root = ET.fromstring(text[start:end + len("</MatchingTests>")])
+        except ET.ParseError as err:
+            raise ValueError(f"the XML listing of test cases is not well-formed: {err}") \
+                from err
         return [Case((tc.findtext("Name") or "").strip(), _tags(tc.findtext("Tags") or ""))
                 for tc in root.iter("TestCase")]
+
+    lines = text.splitlines()
+    footer = next((i for i, line in enumerate(lines) if _LISTING_FOOTER.fullmatch(line)), None)
+    if footer is None:
+        raise ValueError("not a Catch2 test listing (no \"N test cases\" line)")
+    entries = _console_entries(lines[:footer])
+    raw_names = [line.strip() for line in lines[footer + 1:] if line.strip()]
+    used = [False] * len(entries)
     cases: list[Case] = []
-    name: list[str] | None = None
-    tags = ""
-    for line in text.splitlines():
+    for raw in raw_names:
+        # Catch2 2 quotes a name that starts with "#" (a tag alias otherwise).
+        candidates = [raw[1:-1], raw] if raw.startswith('"#') and raw.endswith('"') else [raw]
+        hit = next(((i, name) for name in candidates for i, (wrapped, _) in enumerate(entries)
+                    if not used[i] and _wrapped_as(name, wrapped)), None)
+        if hit is None:
+            raise ValueError(f"the test case {raw!r} is not in the console listing")
+        i, name = hit
+        used[i] = True
+        cases.append(Case(name, _tags(entries[i][1])))
+    left = [" ".join(wrapped) for (wrapped, _), u in zip(entries, used) if not u]
+    if left:
+        raise ValueError(f"{len(left)} listed test case(s) have no raw name (was "
+                         f"--list-test-names-only given?), e.g. {left[0]!r}")
+    return cases
+
+
+def _console_entries(lines: list[str]) -> list[tuple[list[str], str]]:
+    """(the lines of the name, the tags) of each case of Catch2 2's console listing."""
+    entries: list[tuple[list[str], str]] = []
+    for line in lines:
         indent = len(line) - len(line.lstrip(" "))
         body = line.strip()
-        if not body:
+        if not body or indent == 0:
             continue
         if indent == 2:
-            if name is not None:
-                cases.append(Case(" ".join(name), _tags(tags)))
-            name, tags = [body], ""
-        elif indent in (4, 5) and name is not None and not tags:
-            name.append(body)
-        elif indent >= 6 and name is not None:
-            tags += body
-    if name is not None:
-        cases.append(Case(" ".join(name), _tags(tags)))
-    return cases
+            entries.append(([body], ""))
+        elif indent < 6 and entries and not entries[-1][1]:
+            entries[-1][0].append(body)
+        elif indent >= 6 and entries:
+            entries[-1] = (entries[-1][0], entries[-1][1] + body)
+    return entries
+
+
+def _wrapped_as(name: str, wrapped: list[str]) -> bool:
+    """Whether `wrapped` (a console entry's lines) is `name` wrapped, whitespace ignored. A
+    word too long for a line is split with a "-" that is not in the name; both readings of
+    a line's final "-" are tried."""
+    target = "".join(name.split())
+    pieces = ["".join(line.split()) for line in wrapped]
+
+    def fits(at: int, i: int) -> bool:
+        if i == len(pieces):
+            return at == len(target)
+        piece = pieces[i]
+        if target.startswith(piece, at) and fits(at + len(piece), i + 1):
+            return True
+        return (i + 1 < len(pieces) and piece.endswith("-")
+                and target.startswith(piece[:-1], at) and fits(at + len(piece) - 1, i + 1))
+
+    return fits(0, 0)
+
+
+def _list(binary: Path, env: dict[str, str], timeout: float, *flags: str) -> str:
+    try:
+        proc = subprocess.run([str(binary), *flags], capture_output=True, text=True,
+                              timeout=timeout, env=env, errors="replace")
+    except (OSError, subprocess.SubprocessError) as err:
+        raise RuntimeError(f"could not list the test cases of {binary.name}: {err}") from err
+    # Catch2 2 exits with the number of cases listed, Catch2 3 with 0.
+    if not proc.stdout.strip():
+        raise RuntimeError(f"could not list the test cases of {binary.name} (exit status "
+                           f"{proc.returncode}): {proc.stderr.strip()[-300:]}")
+    return proc.stdout
 
 
 def list_cases(binary: Path, env: dict[str, str], timeout: float = 120) -> list[Case]:
     """Every test case of a trusted binary (the reference's tests), with its tags."""
-    proc = subprocess.run([str(binary), "--list-tests", "-r", "xml"], capture_output=True,
-                          text=True, timeout=timeout, env=env, errors="replace")
-    if proc.returncode not in (0,) and "<MatchingTests" not in proc.stdout:
-        # Catch2 2 returns the number of listed cases as its exit status.
-        if not proc.stdout.strip():
-            raise RuntimeError(f"could not list the test cases of {binary.name}: "
-                               f"{proc.stderr.strip()[-300:]}")
-    return parse_listing(proc.stdout)
+    text = _list(binary, env, timeout, "--list-tests", "-r", "xml")
+    if "<MatchingTests" not in text:
+        # Catch2 2 lists on the console whatever the reporter, wrapping long names; it
+        # prints them raw too, in the same run, when asked for both lists.
+        text = _list(binary, env, timeout, "--list-tests", "--list-test-names-only")
+    try:
+        return parse_listing(text)
+    except ValueError as err:
+        raise RuntimeError(f"could not list the test cases of {binary.name}: {err}") from err
 
 
 def salvage_report(text: str) -> tuple[list[CaseResult], bool]:
     """The cases of a Catch2 XML report, and whether the report was complete. A report cut
-    short by a crash keeps the test cases that finished."""
+    short by a crash or a hang keeps the test cases that finished (Catch2 2 or 3: the cut
+    report is closed by the elements it opened)."""
     try:
         return parse_catch_xml(text), True
     except ValueError:
         pass
-    end = text.rfind("</TestCase>")
-    if end < 0:
+    closed = close_cut_report(text)
+    if closed is None:
         return [], False
     try:
-        cases = parse_catch_xml(text[:end + len("</TestCase>")] + "</Group></Catch>")
+        return parse_catch_xml(closed), False
     except ValueError:
         return [], False
-    return cases, False
 
 
 @dataclass
@@ -120,6 +194,7 @@ class Runner:
     seed: int
     timeout: float
     wrapper: list[str] = field(default_factory=list)  # e.g. compute-sanitizer and its options
+    jail: sandbox.Jail | None = None  # what the binaries see (grader/sandbox.py)
     runs: int = 0
     log: list[str] = field(default_factory=list)
 
@@ -129,7 +204,7 @@ class Runner:
         cmd = [*self.wrapper, str(binary), spec, "-r", "xml", "-o", str(report),
                "--rng-seed", str(self.seed)]
         outcome = sandbox.run(cmd, cwd=self.run_dir, timeout=self.timeout, env=self.env,
-                              identity=self.identity)
+                              identity=self.identity, jail=self.jail)
         try:
             text = report.read_text(errors="replace")
         except OSError:

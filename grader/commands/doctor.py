@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from .. import sandbox
 from ..tools import find_catch2, probe_toolchain, query_gpus
 
 HELP = "show this machine's GPU(s) and tools, and what a missing one means for grading"
@@ -41,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
              "catch2": {"version": catch_version, "where": catch_where or None}}
     profiling = _profiling_allowed()
     found["profiler_counters"] = profiling
+    isolation = sandbox.isolation()
+    found["sandbox"] = isolation.as_dict()
     if args.json:
         print(json.dumps(found, indent=2))
         return 0 if _can_build(tc, catch_version) else 1
@@ -76,6 +79,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"  ok    {'Catch2':<18} {catch_version:<12} {catch_where}")
     else:
         print(f"  --    {'Catch2':<18} not found by this check: {COSTS['catch2']}")
+    print("Sandbox")
+    if isolation.jailed:
+        print(f"  ok    student code is compiled and run in a jail ({isolation.tool}): no "
+              "network, no view of the checkout, solutions or outputs")
+    else:
+        print(f"  --    no jail: {isolation.why}")
+        print("        costs: grading still works, with a scrubbed environment, limits and "
+              "(as root) an unprivileged user only; result.json records this")
     if tc.paths.get("ncu") and gpus and profiling is False:
         print("  note  ncu is installed but GPU performance counters are restricted to admin "
               "users: metrics will be 'not measured' unless the grader runs with access")

@@ -70,5 +70,110 @@ class SandboxTest(unittest.TestCase):
         self.assertNotIn("reference", out.output_tail)
 
 
+JAILED = sandbox.isolation().jailed
+# A Python the jail can see (the system's; one in a home folder is not there).
+SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/bin/python3") if os.path.exists(p)),
+                     None)
+
+
+@unittest.skipUnless(JAILED, f"no jail on this machine: {sandbox.isolation().why}")
+class JailTest(unittest.TestCase):
+    """What jailed code can see and do. Each test names a door a submission tried."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = Path(self.tmp.name)
+        self.dir.chmod(0o755)
+        self.who = sandbox.unprivileged_identity()
+        self.run_dir = sandbox.make_shared_dir(self.dir / "run", self.who)
+        self.secret = self.dir / "solutions" / "answer.cu"
+        self.secret.parent.mkdir()
+        self.secret.write_text("the reference")
+        self.jail = sandbox.Jail().add(self.run_dir, "/cml/run", writable=True)
+        self.env = sandbox.scrubbed_env(self.run_dir)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def sh(self, script, **kw):
+        return sandbox.run(["/bin/sh", "-c", script], cwd=self.run_dir, timeout=30,
+                           env=self.env, identity=self.who, jail=self.jail, **kw)
+
+    def test_the_checkout_and_the_grader_folders_do_not_exist(self):
+        here = Path(__file__).resolve().parents[2]  # the grader's own checkout
+        out = self.sh(f"ls {here} {self.secret} {self.dir} /root /home /work 2>&1; "
+                      "cat /etc/passwd 2>&1; echo done")
+        self.assertIn("done", out.output_tail)
+        self.assertNotIn("the reference", out.output_tail)
+        for name in ("grader", "answer.cu"):
+            self.assertNotIn(name + "\n", out.output_tail)
+        self.assertIn("No such file", out.output_tail)
+
+    def test_paths_are_rewritten_both_ways(self):
+        # Arguments and the working folder name host paths; the process sees /cml/run, and
+        # what it prints comes back with the host's paths.
+        out = sandbox.run(["/bin/sh", "-c", 'pwd; echo x > "$1"; cat /cml/run/y', "sh",
+                           str(self.run_dir / "y")], cwd=self.run_dir, timeout=30,
+                          env=self.env, identity=self.who, jail=self.jail)
+        self.assertEqual(out.returncode, 0, out.output_tail)
+        self.assertIn(str(self.run_dir), out.output_tail)
+        self.assertNotIn("/cml/run", out.output_tail)
+        self.assertEqual((self.run_dir / "y").read_text(), "x\n")
+
+    def test_the_system_is_read_only_and_tmp_is_private(self):
+        out = self.sh("touch /usr/x 2>&1; touch /cml/x 2>&1; echo hi > /tmp/t && cat /tmp/t")
+        self.assertIn("Read-only", out.output_tail)
+        self.assertIn("hi", out.output_tail)
+        self.assertFalse(Path("/tmp/t").exists() and Path("/tmp/t").read_text() == "hi\n")
+
+    def test_there_is_no_network(self):
+        code = ("import socket\ns = socket.socket()\ntry:\n s.connect(('127.0.0.1', 22))\n"
+                "except OSError as e:\n print('refused', e.errno)\n"
+                "print([n for n in socket.if_nameindex()])")
+        if not SYSTEM_PYTHON:
+            self.skipTest("no system Python to run inside the jail")
+        out = sandbox.run([SYSTEM_PYTHON, "-c", code], cwd=self.run_dir, timeout=30,
+                          env=self.env, identity=self.who, jail=self.jail)
+        self.assertIn("refused", out.output_tail)
+        self.assertNotIn("eth", out.output_tail)
+
+    def test_environment_holds_no_secret_of_the_grader(self):
+        os.environ["GITHUB_TOKEN"] = "ghs_secret"
+        try:
+            out = self.sh("env")
+        finally:
+            del os.environ["GITHUB_TOKEN"]
+        self.assertNotIn("ghs_secret", out.output_tail)
+
+    def test_memory_hog_is_stopped(self):
+        if not SYSTEM_PYTHON:
+            self.skipTest("no system Python to run inside the jail")
+        out = sandbox.run([SYSTEM_PYTHON, "-c", "x = bytearray(1 << 30); import time; "
+                           "time.sleep(30)"], cwd=self.run_dir, timeout=60, env=self.env,
+                          identity=self.who, jail=self.jail, max_rss=256 << 20)
+        self.assertIsNotNone(out.killed_for)
+        self.assertLess(out.seconds, 20)
+        self.assertIn("memory", out.describe())
+
+    def test_a_process_in_a_new_session_dies_with_the_run(self):
+        marker = self.run_dir / "alive"
+        out = self.sh(f"setsid sh -c 'sleep 3; touch {marker}' & sleep 60", )
+        self.assertTrue(out.timed_out or out.returncode is not None)
+        time.sleep(4)
+        self.assertFalse(marker.exists(), "a process outlived its jail")
+
+    def test_when_bubblewrap_is_off_the_grader_says_so(self):
+        sandbox.isolation.cache_clear()
+        os.environ["CML_SANDBOX"] = "off"
+        try:
+            iso = sandbox.isolation()
+        finally:
+            del os.environ["CML_SANDBOX"]
+            sandbox.isolation.cache_clear()
+        self.assertFalse(iso.jailed)
+        self.assertIn("CML_SANDBOX", iso.why)
+        self.assertTrue(sandbox.isolation().jailed)
+
+
 if __name__ == "__main__":
     unittest.main()
