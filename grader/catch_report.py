@@ -1,4 +1,10 @@
-"""Reads the XML report Catch2 (2.x and 3.x) writes with `-r xml -o FILE`."""
+"""Reads the XML report Catch2 (2.x and 3.x) writes with `-r xml -o FILE`.
+
+Catch2 2's report is `<Catch>` holding a `<Group>` that holds the `<TestCase>` elements;
+Catch2 3's is `<Catch2TestRun>` holding the `<TestCase>` elements directly. Both write a
+test case's element when it starts and close it when it ends, so a report cut short by a
+crash or a kill ends inside the case that was running.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +24,9 @@ class CaseResult:
     seconds: float | None = None
 
 
+REPORT_ROOTS = ("Catch", "Catch2TestRun")  # Catch2 2, Catch2 3
+
+
 def _tags(text: str) -> list[str]:
     return [t.strip("[]") for t in text.replace("][", "] [").split() if t]
 
@@ -28,6 +37,8 @@ def parse_catch_xml(text: str) -> list[CaseResult]:
         root = ET.fromstring(text)
     except ET.ParseError as err:
         raise ValueError(f"not a complete Catch2 XML report: {err}") from err
+    if root.tag not in REPORT_ROOTS:
+        raise ValueError(f"not a Catch2 XML report: its root element is <{root.tag}>")
     cases = []
     for tc in root.iter("TestCase"):
         overall = tc.find("OverallResult")
@@ -51,6 +62,29 @@ def parse_catch_xml(text: str) -> list[CaseResult]:
                                 [m for m in messages if m], tc.get("filename", ""),
                                 int(tc.get("line", "0") or 0), seconds))
     return cases
+
+
+def close_cut_report(text: str) -> str | None:
+    """A report cut short, up to the end of its last finished test case, with the elements
+    open there closed, innermost first: whatever the report itself opened (Catch2 2's
+    `<Catch><Group>`, Catch2 3's `<Catch2TestRun>`). None when no test case finished or the
+    part kept is not well-formed XML."""
+    end = text.rfind("</TestCase>")
+    if end < 0:
+        return None
+    head = text[:end + len("</TestCase>")]
+    parser = ET.XMLPullParser(events=("start", "end"))
+    still_open: list[str] = []
+    try:
+        parser.feed(head)
+        for event, element in parser.read_events():
+            if event == "start":
+                still_open.append(element.tag)
+            else:
+                still_open.pop()
+    except ET.ParseError:
+        return None
+    return head + "".join(f"</{tag}>" for tag in reversed(still_open))
 
 
 def read_catch_xml(path: Path) -> list[CaseResult]:

@@ -53,7 +53,7 @@ def parse_listing(text: str) -> list[Case]:
     it drops), after a hyphen or before a bracket (which it keeps), so its lines cannot be
     glued back into the name. The names are taken from the raw list; each takes the tags of
     the console entry that is the same text once whitespace is ignored (the two lists come
-    from one process, in one order). Raises ValueError when the text is neither listing or
+    from one process, in one order). Raises ValueError when the text is not a listing or
     the two lists do not pair up."""
     start = text.find("<MatchingTests")
     if start >= 0:
