@@ -92,12 +92,28 @@ class Metric:
 
 @dataclass
 class StaticRules:
-    """Forbidden undefined symbols of the student's object file (a rule matches where it
-    starts a name inside the demangled symbol; allow_symbols wins) and forbidden source text."""
+    """The lab's additions to the static checks' shared allow-lists (grader/allowlist.toml):
+    symbols its object may also reference and define (globs on demangled names, `{ns}` for
+    the lab's namespace) and files it may also include (path globs from the repository
+    root). Everything else not in the shared lists is refused (grader/static_checks.py)."""
 
-    deny_symbols: list[str] = field(default_factory=list)
-    allow_symbols: list[str] = field(default_factory=list)
-    deny_source: list[str] = field(default_factory=list)
+    allow_reference: list[str] = field(default_factory=list)
+    allow_define: list[str] = field(default_factory=list)
+    allow_include: list[str] = field(default_factory=list)
+
+    # The deny-list keys are gone; these stay empty until grader/pipeline.py calls
+    # static_checks.check_object / check_preprocessed instead of the old deny-list checks.
+    @property
+    def deny_symbols(self) -> list[str]:
+        return []
+
+    @property
+    def allow_symbols(self) -> list[str]:
+        return []
+
+    @property
+    def deny_source(self) -> list[str]:
+        return []
 
 
 @dataclass
@@ -361,10 +377,14 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
     static = StaticRules()
     if "static" in doc:
         s = _Checker(file, "[static]", doc["static"])
-        s.only(("deny_symbols", "allow_symbols", "deny_source"))
-        static = StaticRules(s.strings("deny_symbols", required=False),
-                             s.strings("allow_symbols", required=False),
-                             s.strings("deny_source", required=False))
+        s.only(("allow_reference", "allow_define", "allow_include"))
+        static = StaticRules(s.strings("allow_reference", required=False),
+                             s.strings("allow_define", required=False),
+                             s.strings("allow_include", required=False))
+        for pattern in static.allow_include:
+            if pattern.startswith("/") or ".." in Path(pattern).parts:
+                raise s.fail(f"[static].allow_include: '{pattern}' must be a path inside the "
+                             "repository, relative to its root")
 
     return Rubric(lab, title, student_files, test_timeout, build_timeout, groups, memory,
                   performance, metrics, static)

@@ -54,7 +54,7 @@ expect_max = 0.1
 points = 5
 
 [static]
-deny_symbols = ["cublas"]
+allow_reference = ["cudaFuncSetAttribute"]
 """
 
 
@@ -79,8 +79,8 @@ class LoadRubricTest(unittest.TestCase):
         m = r.metrics[0]
         self.assertEqual((m.target, m.args, m.per, m.expect_min, m.expect_max),
                          ("bench", [], None, None, 0.1))
-        self.assertEqual(r.static.deny_symbols, ["cublas"])
-        self.assertEqual(r.static.allow_symbols, [])
+        self.assertEqual(r.static.allow_reference, ["cudaFuncSetAttribute"])
+        self.assertEqual((r.static.allow_define, r.static.allow_include), ([], []))
         self.assertEqual(r.max_points, 100.0)
         self.assertEqual(rubric_warnings(r), [])
 
@@ -99,7 +99,37 @@ class LoadRubricTest(unittest.TestCase):
         self.assertEqual(r.max_points, 100.0)
         self.assertEqual(r.student_files, ["labs/04_tiled_matmul/tiled_matmul.cu"])
         self.assertEqual(r.performance.comparison, "tiled")
-        self.assertIn("fopen", r.static.deny_symbols)
+        self.assertIn("cudaFuncSetAttribute", r.static.allow_reference)
+
+    def test_static_table(self):
+        self.assertRejects(with_line(GOOD, 'allow_reference = ["cudaFuncSetAttribute"]',
+                                     'deny_symbols = ["fopen"]'),
+                           "unknown key 'deny_symbols' in [static]", "allow_reference")
+        self.assertRejects(with_line(GOOD, 'allow_reference = ["cudaFuncSetAttribute"]',
+                                     'allow_include = ["../../solutions/x.cu"]'),
+                           "allow_include", "inside the repository")
+        self.assertRejects(with_line(GOOD, 'allow_reference = ["cudaFuncSetAttribute"]',
+                                     'allow_define = "main"'),
+                           "allow_define must be an array of strings")
+        r = parse_rubric(LAB, with_line(GOOD, 'allow_reference = ["cudaFuncSetAttribute"]',
+                                        'allow_include = ["labs/04_tiled_matmul/extra/*.h"]\n'
+                                        'allow_define = ["lab04::*"]'))
+        self.assertEqual(r.static.allow_include, ["labs/04_tiled_matmul/extra/*.h"])
+        self.assertEqual(r.static.allow_define, ["lab04::*"])
+
+    def test_every_lab_static_table_merges_with_the_shared_allowlist(self):
+        from grader.static_checks import load_rules
+
+        for lab in discover_labs():
+            if not (lab.lab_dir / "grading.toml").is_file():
+                continue
+            with self.subTest(lab=lab.folder):
+                rules = load_rules(lab.folder, load_rubric(lab).static)
+                self.assertEqual(rules.lab_namespace, lab.tag)
+                self.assertTrue(rules.references.match(f"{lab.tag}::anything()"))
+                self.assertFalse(rules.references.match("cuStreamCreate"))
+                self.assertFalse(rules.references.match("cudaStreamCreate"))
+
 
     def assertRejects(self, text: str, *fragments: str):
         with self.assertRaises(RubricError) as ctx:

@@ -1,63 +1,366 @@
-"""Forbidden symbols and source patterns."""
+"""The static checks: allow-lists for the student's object and checks on its preprocessed
+source. The fixture tests compile real files with nvcc (grader/tests/fixtures/static/: each
+names its lab and what must be refused, or `expect: ok`), every reference solution and every
+skeleton; they are skipped where nvcc is missing."""
 
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import re
 import shutil
 import subprocess
 import tempfile
 import unittest
+from dataclasses import dataclass
 from pathlib import Path
 
-from grader.static_checks import (check_source, check_symbols, strip_comments, symbol_matches,
-                                  undefined_symbols)
+from grader import static_checks as sc
+from grader.paths import ROOT, discover_labs, find_lab
+from grader.rubric import StaticRules, load_rubric
+from grader.tools import find_tool
 
-DENY = ["cublas", "thrust::", "fopen", "open", "system", "exec", "exit", "abort"]
-
-
-class SymbolRulesTest(unittest.TestCase):
-    def test_rules_start_at_an_identifier_boundary(self):
-        self.assertTrue(symbol_matches("exit", "exit"))
-        self.assertTrue(symbol_matches("exit", "std::exit(int)"))
-        self.assertFalse(symbol_matches("exit", "__cxa_atexit"))
-        self.assertFalse(symbol_matches("abort", "__cxa_guard_abort"))
-        self.assertTrue(symbol_matches("exec", "execvp"))
-        self.assertTrue(symbol_matches("cublas", "cublasSgemm_v2"))
-        self.assertTrue(symbol_matches("thrust::", "void thrust::sort<int*>(int*, int*)"))
-
-    def test_what_every_cuda_object_needs_is_allowed(self):
-        normal = ["__cudaRegisterFatBinary", "__cxa_atexit", "__cxa_guard_abort", "memcpy",
-                  "operator delete(void*, unsigned long)", "__gxx_personality_v0", "strlen"]
-        self.assertEqual(check_symbols(normal, DENY, []), [])
-
-    def test_deny_and_allow(self):
-        found = check_symbols(["system", "fopen64"], DENY, [])
-        self.assertEqual([(v.rule, v.found) for v in found],
-                         [("system", "system"), ("fopen", "fopen64")])
-        self.assertEqual(check_symbols(["std::_V2::system_category()"], DENY,
-                                       ["std::_V2::system_category"]), [])
+FIXTURES = Path(__file__).parent / "fixtures" / "static"
+NVCC = find_tool("nvcc")
+HAVE_TOOLS = bool(NVCC and shutil.which("readelf") and shutil.which("c++filt"))
+ARCH = "75"
+KEEP = os.environ.get("CML_STATIC_TEST_DIR")  # keep (and reuse) the compiled objects there
 
 
-class SourceRulesTest(unittest.TestCase):
-    def test_comments_do_not_count_and_lines_are_kept(self):
-        text = "int a; // asm(\n/* asm(\n */ int b;\nasm (\"nop\");\n"
-        self.assertEqual(strip_comments(text).count("\n"), text.count("\n"))
-        found = check_source(text, "f.cu", ["asm("])
-        self.assertEqual([v.found.split(":")[1] for v in found], ["4"])
-
-    def test_spacing_and_identifier_boundary(self):
-        self.assertTrue(check_source("#  include<cstdio>", "f.cu", ["#include <cstdio>"]))
-        self.assertTrue(check_source("asm volatile (\"\")", "f.cu", ["asm volatile"]))
-        self.assertFalse(check_source("x = plasm(1);", "f.cu", ["asm("]))
+def rules_for(folder: str) -> sc.LabRules:
+    return sc.load_rules(folder, load_rubric(find_lab(folder)).static)
 
 
-@unittest.skipUnless(shutil.which("nm") and shutil.which("g++"), "needs nm and g++")
-class ObjectFileTest(unittest.TestCase):
-    def test_undefined_symbols_of_a_real_object(self):
+class PatternTest(unittest.TestCase):
+    def test_globs(self):
+        p = sc.Patterns([("operator new[](*", ""), ("cu[A-Z]*", ""), ("sqrt[fl]", "")])
+        self.assertTrue(p.match("operator new[](unsigned long)"))
+        self.assertTrue(p.match("cuStreamCreate"))
+        self.assertFalse(p.match("cudaStreamCreate"))  # 'd' is not in [A-Z]
+        self.assertTrue(p.match("sqrtf") and p.match("sqrtl"))
+        self.assertFalse(p.match("sqrt"))
+        self.assertFalse(sc.Patterns([("exit", "")]).match("quick_exit"))  # whole names
+
+    def test_path_globs(self):
+        rx = sc._glob_re("/inc/*.h", path=True)
+        self.assertTrue(rx.match("/inc/stdio.h"))
+        self.assertFalse(rx.match("/inc/sub/x.h"))
+        self.assertTrue(sc._glob_re("/inc/**", path=True).match("/inc/a/b/c"))
+
+    def test_scope_of_mangled_names(self):
+        self.assertEqual(sc.scope_of("_ZN3cml16throw_cuda_errorE9cudaErrorPKcS2_i"), ("cml", "ns"))
+        self.assertEqual(sc.scope_of("_ZNSt7__cxx119to_stringEi"), ("std", "ns"))
+        self.assertEqual(sc.scope_of("_ZSt9terminatev"), ("std", "ns"))
+        self.assertEqual(sc.scope_of("_ZNKSt5ctypeIcE8do_widenEc"), ("std", "ns"))
+        self.assertEqual(sc.scope_of("_ZTVN3cml9CudaErrorE"), ("cml", "ns"))
+        self.assertEqual(sc.scope_of("_ZZN3cml3fooEvE1x"), ("cml", "ns"))
+        self.assertEqual(sc.scope_of("_ZThn16_N3cml1X1fEv"), ("cml", "ns"))
+        self.assertEqual(sc.scope_of("_Z10GetElement6Matrixii"), ("GetElement", "global"))
+        self.assertEqual(sc.scope_of("_Znwm"), ("operator new", "global"))
+        self.assertEqual(sc.scope_of("_ZdlPv"), ("operator delete", "global"))
+        self.assertEqual(sc.scope_of("_ZN5lab0412matmul_tiledEPKfS1_Pfi"), ("lab04", "ns"))
+        self.assertIsNone(sc.scope_of("cudaEventElapsedTime"))
+
+
+def _rules() -> sc.LabRules:
+    return sc.load_rules("04_tiled_matmul", StaticRules())
+
+
+class RawSourceTest(unittest.TestCase):
+    def test_ordinary_directives_with_bom_and_crlf(self):
+        text = "\ufeff#include <cstdio>\r\n#define X 1\r\n#if X\r\n#pragma unroll\r\n#endif\r\n"
+        self.assertEqual(sc.check_raw_source(text, "f.cu", _rules()), [])
+
+    def test_line_directives_in_every_spelling(self):
+        text = ("int a;\n#line 5 \"/usr/include/stdio.h\"\n  #  12 \"x.h\" 1\n%:line 3\n"
+                "/* c */ # \\\nline 9\n// #line 7 (a comment)\n")
+        found = sc.check_raw_source(text, "f.cu", _rules())
+        self.assertEqual([v.where for v in found], ["f.cu:2", "f.cu:3", "f.cu:4", "f.cu:5"])
+        self.assertIn("#line", found[0].describe())
+
+
+def _ii(student: str, body: list[str]) -> str:
+    return "\n".join([f'# 0 "{student}"', '# 0 "<built-in>"', '# 0 "<command-line>"',
+                      '# 1 "/usr/include/stdc-predef.h" 1 3 4', '# 0 "<command-line>" 2',
+                      f'# 1 "{student}"', *body, ""])
+
+
+class PreprocessedTextTest(unittest.TestCase):
+    """check_preprocessed on hand-written preprocessor output."""
+
+    def check(self, body: list[str], student: str = "/p/labs/04_tiled_matmul/s.cu",
+              seen_as: str | None = None):
         with tempfile.TemporaryDirectory() as tmp:
-            src = Path(tmp) / "a.cpp"
-            src.write_text("#include <cstdlib>\nint f() { return std::system(\"true\"); }\n")
-            subprocess.run(["g++", "-c", str(src), "-o", str(Path(tmp) / "a.o")], check=True)
-            symbols = undefined_symbols(Path(tmp) / "a.o")
-        self.assertIn("system", symbols)
-        self.assertEqual([v.rule for v in check_symbols(symbols, DENY, [])], ["system"])
+            host = Path(tmp) / "host.ii"
+            host.write_text(_ii(seen_as or student, body))
+            pre = sc.Preprocessed(host, [], student, "/nonexistent/cuda/include",
+                                  ["/usr/include/c++/12", "/usr/include"])
+            return sc.check_preprocessed(pre, _rules(), "/p", "s.cu", source_text="")
+
+    def test_own_lines_tokens(self):
+        r = self.check(["int f() { __asm__ volatile(\"\"); return 0; }",
+                        'const char* s = ".incbin x";', "int _ZN3cml1xE;",
+                        "int ok = sizeof(assembly);"])
+        self.assertEqual(sorted((v.name, v.where) for v in r.violations),
+                         [(".incbin", "s.cu:2"), ("_ZN3cml1xE", "s.cu:3"), ("__asm__", "s.cu:1")])
+
+    def test_protected_namespaces(self):
+        r = self.check([
+            "namespace lab04 { namespace { int helper(int x) { return x; } } }",
+            "void f(const cml::CudaError& e);",
+            "cml::CompareResult g();",
+            "using cml::CudaError;",
+            "namespace cg = cooperative_groups;",
+            "int h() { cml::compare(1); return std::max(1, 2); }",
+            "struct S : public cml::Base { };",
+            "int x = cml::value;",
+            "std::uint64_t (*keep)() = &f;",
+            "std::vector<int> v(3);",
+        ])
+        self.assertEqual(r.violations, [])
+        self.assertEqual(r.facts.touched_namespaces, set())
+        r = self.check(["namespace cml { int x; }", "namespace std::chrono { }",
+                        "bool cml::compare(int) { return true; }",
+                        "template <> struct Catch::StringMaker<float> { };",
+                        "namespace alias = cml;", "int alias::y = 1;"])
+        self.assertEqual([v.where for v in r.violations],
+                         ["s.cu:1", "s.cu:2", "s.cu:3", "s.cu:4", "s.cu:6"])
+        self.assertEqual(r.facts.touched_namespaces, {"cml", "std", "Catch"})
+
+    def test_attributes_and_pragmas(self):
+        r = self.check(["int a __attribute__((section(\".text\")));",
+                        "[[gnu::alias(\"x\")]] int b();", "int c __attribute__((aligned(16)));",
+                        "#pragma unroll 4", "#pragma GCC diagnostic push",
+                        "#pragma redefine_extname a b"])
+        self.assertEqual(sorted(v.name for v in r.violations),
+                         ["#pragma redefine_extname a b", "alias", "section"])
+
+    def test_line_markers(self):
+        r = self.check(["int a;", '# 40 "/usr/include/stdio.h"', "int hidden;"])
+        self.assertEqual([(v.name, v.where) for v in r.violations], [("#line", "s.cu:1")])
+        r = self.check(["int a;", '# 1 "/etc/passwd" 1', "root:x:0:0", '# 2 "/p/labs/04_tiled_matmul/s.cu" 2'])
+        self.assertEqual([(v.kind, v.name, v.where) for v in r.violations],
+                         [("include", "/etc/passwd", "s.cu:2")])
+        self.assertEqual(r.files, ["/etc/passwd", "/usr/include/stdc-predef.h"])
+
+    def test_paths_seen_in_a_jail(self):
+        # The compiler ran where the project is /jail/src: its markers say so.
+        main = "/jail/src/labs/04_tiled_matmul/s.cu"
+        r = self.check(['# 1 "/jail/src/labs/04_tiled_matmul/tiled_matmul.cuh" 1',
+                        f'# 2 "{main}" 2', "int a;", '# 1 "/jail/src/solutions/x.cu" 1',
+                        f'# 4 "{main}" 2', "asm(\"\");"], seen_as=main)
+        self.assertEqual([(v.kind, v.name, v.where) for v in r.violations],
+                         [("include", "solutions/x.cu", "s.cu:3"), ("source", "asm", "s.cu:4")])
+
+    def test_own_lines_not_found_is_a_check_error(self):
+        with self.assertRaises(sc.CheckError):
+            self.check(["int a;"], seen_as="/elsewhere/other.cu")
+
+
+# --- compiled fixtures --------------------------------------------------------------------------
+
+
+@dataclass
+class Fixture:
+    path: Path
+    lab: str
+    compile: bool
+    harness: list[str]
+    expect: list[tuple[str, str, int | None]]  # (kind, fragment of the name, line)
+
+    @property
+    def ok(self) -> bool:
+        return not self.expect
+
+
+def read_fixture(path: Path) -> Fixture:
+    lab, compile_, harness, expect = "", True, [], []
+    for line in path.read_text().splitlines():
+        m = re.match(r"//\s*(lab|compile|harness|expect):\s*(.*)$", line)
+        if not m:
+            continue
+        key, value = m.group(1), m.group(2).strip()
+        if key == "lab":
+            lab = value
+        elif key == "compile":
+            compile_ = value != "no"
+        elif key == "harness":
+            harness.append(value)
+        elif value != "ok":
+            at = re.search(r"\s@(\d+)$", value)
+            if at:
+                value = value[:at.start()]
+            kind, fragment = value.split(None, 1)
+            expect.append((kind, fragment, int(at.group(1)) if at else None))
+    assert lab, f"{path.name} names no lab"
+    return Fixture(path, lab, compile_, harness, expect)
+
+
+def _compile(cmd: list[str]) -> None:
+    src, obj = Path(sc._source_of(cmd)), Path(cmd[cmd.index("-o") + 1])
+    if KEEP and obj.is_file() and obj.stat().st_mtime > src.stat().st_mtime:
+        return  # CML_STATIC_TEST_DIR: objects kept from an earlier run
+    proc = subprocess.run(["nice", *cmd], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise AssertionError(f"nvcc failed: {' '.join(cmd)}\n{proc.stderr[-3000:]}")
+
+
+@unittest.skipUnless(HAVE_TOOLS, "needs nvcc, readelf and c++filt")
+class CompiledTest(unittest.TestCase):
+    """Real objects: fixtures in a copy of the repository's layout (so `../../solutions/...`
+    resolves as from a student's file), references and skeletons where they are."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = Path(KEEP or tempfile.mkdtemp(prefix="cml-static-")).resolve()
+        shutil.rmtree(cls.tmp / "proj", ignore_errors=True)
+        cls.proj = cls.tmp / "proj"
+        shutil.copytree(ROOT / "common" / "include", cls.proj / "common" / "include")
+        (cls.proj / "solutions").symlink_to(ROOT / "solutions")
+        cls.fixtures = [read_fixture(p) for p in sorted(FIXTURES.glob("*.cu"))]
+        for lab in {f.lab for f in cls.fixtures}:
+            dest = cls.proj / "labs" / lab
+            dest.mkdir(parents=True)
+            for header in (ROOT / "labs" / lab).iterdir():
+                if header.suffix in (".cuh", ".hpp", ".h"):
+                    shutil.copy2(header, dest)
+            (dest / "tests").symlink_to(ROOT / "labs" / lab / "tests")
+        # A fair fixture with a UTF-8 BOM and CRLF line ends.
+        fair = FIXTURES / "fair_pg_matmul.cu"
+        crlf = "\ufeff" + fair.read_text().replace("\n", "\r\n")
+        cls.extra = cls.proj / "labs" / "04_tiled_matmul" / "fair_crlf_bom.cu"
+        cls.extra.write_bytes(crlf.encode("utf-8"))
+        jobs: dict[str, list[str]] = {}
+        cls.objects: dict[str, Path] = {}
+        for f in cls.fixtures:
+            src = cls.proj / "labs" / f.lab / f.path.name
+            shutil.copy2(f.path, src)
+            if f.compile:
+                obj = cls.tmp / "obj" / (f.path.stem + ".o")
+                jobs[f.path.name] = sc.student_compile_command(NVCC, cls.proj, f.lab, src,
+                                                               (ARCH,), obj=obj)
+                cls.objects[f.path.name] = obj
+            for h in f.harness:
+                obj = cls.tmp / "obj" / ("harness_" + Path(h).stem + "_" + f.lab + ".o")
+                jobs["harness:" + h] = sc.student_compile_command(NVCC, ROOT, f.lab, ROOT / h,
+                                                                  (ARCH,), obj=obj)
+                cls.objects["harness:" + h] = obj
+        cls.objects["fair_crlf_bom.cu"] = cls.tmp / "obj" / "fair_crlf_bom.o"
+        jobs["fair_crlf_bom.cu"] = sc.student_compile_command(
+            NVCC, cls.proj, "04_tiled_matmul", cls.extra, (ARCH,), obj=cls.objects["fair_crlf_bom.cu"])
+        cls.labs = discover_labs()
+        for lab in cls.labs:
+            for kind, src in (("solution", lab.solution_file), ("skeleton", lab.student_file)):
+                if src.is_file():
+                    obj = cls.tmp / "obj" / f"{kind}_{lab.folder}.o"
+                    jobs[f"{kind}:{lab.folder}"] = sc.student_compile_command(
+                        NVCC, ROOT, lab.folder, src, (ARCH,), obj=obj)
+                    cls.objects[f"{kind}:{lab.folder}"] = obj
+        (cls.tmp / "obj").mkdir(exist_ok=True)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            list(pool.map(_compile, jobs.values()))
+
+    @classmethod
+    def tearDownClass(cls):
+        if not KEEP:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def run_checks(self, src: Path, lab: str, project: Path, obj: Path | None,
+                   harness: list[Path] = ()) -> list[sc.Violation]:
+        rules = rules_for(lab)
+        cmd = sc.student_compile_command(NVCC, project, lab, src, (ARCH,),
+                                         obj=self.tmp / "pp.o")
+        with tempfile.TemporaryDirectory(dir=self.tmp) as work:
+            pre = sc.preprocess(cmd, Path(work), sc.local_run())
+            return self._checked(pre, src, lab, project, obj, harness, rules)
+
+    def _checked(self, pre, src, lab, project, obj, harness, rules) -> list[sc.Violation]:
+        display = os.path.relpath(src, project)
+        report = sc.check_preprocessed(pre, rules, str(project), display)
+        found = list(report.violations)
+        if obj is not None:
+            ref = self.objects.get(f"solution:{lab}")
+            found += sc.check_object(obj, ref, rules, report, harness)
+        return found
+
+    def check_fixture(self, f: Fixture, src: Path | None = None, name: str | None = None):
+        src = src or self.proj / "labs" / f.lab / f.path.name
+        obj = self.objects.get(name or f.path.name)
+        harness = [self.objects["harness:" + h] for h in f.harness]
+        found = self.run_checks(src, f.lab, self.proj, obj, harness)
+        shown = "\n".join(v.describe() for v in found)
+        if f.ok:
+            self.assertEqual(found, [], f"{f.path.name}: fair code was refused:\n{shown}")
+            return
+        for kind, fragment, line in f.expect:
+            hits = [v for v in found if v.kind == kind and fragment in v.name
+                    and (line is None or v.where.endswith(f":{line}"))]
+            self.assertTrue(hits, f"{f.path.name}: expected a '{kind}' refusal naming "
+                            f"'{fragment}'" + (f" at line {line}" if line else "")
+                            + f"; found:\n{shown}")
+        for v in found:  # every refusal says what is wrong and where to look
+            self.assertTrue(v.why and v.describe())
+
+    def test_fair_fixtures_pass(self):
+        fair = [f for f in self.fixtures if f.ok]
+        self.assertGreaterEqual(len(fair), 3)
+        for f in fair:
+            with self.subTest(fixture=f.path.name):
+                self.check_fixture(f)
+
+    def test_fair_fixture_with_bom_and_crlf(self):
+        f = read_fixture(FIXTURES / "fair_pg_matmul.cu")
+        self.check_fixture(f, src=self.extra, name="fair_crlf_bom.cu")
+
+    def test_cheat_fixtures_are_refused(self):
+        cheats = [f for f in self.fixtures if not f.ok]
+        self.assertGreaterEqual(len(cheats), 20)
+        for f in cheats:
+            with self.subTest(fixture=f.path.name):
+                self.check_fixture(f)
+
+    def test_every_reference_solution_and_skeleton_passes(self):
+        checked = 0
+        for lab in self.labs:
+            for kind, src in (("solution", lab.solution_file), ("skeleton", lab.student_file)):
+                key = f"{kind}:{lab.folder}"
+                if key not in self.objects:
+                    continue
+                with self.subTest(lab=lab.folder, kind=kind):
+                    found = self.run_checks(src, lab.folder, ROOT, self.objects[key])
+                    self.assertEqual(found, [], "\n".join(v.describe() for v in found))
+                    checked += 1
+        self.assertGreaterEqual(checked, 14)
+
+    def test_interface_is_the_references_strong_definitions(self):
+        names = sc.demangle(sorted(sc.interface_of(self.objects["solution:04_tiled_matmul"])))
+        self.assertIn("lab04::matmul_tiled(float const*, float const*, float*, int)", names)
+        self.assertIn("lab04::choose_tile(int, unsigned long)", names)
+
+    def test_exit_from_a_device_helper_alone_is_allowed(self):
+        # The fair Programming Guide MatMul references exit only through nvcc's stubs.
+        syms, _ = sc.read_symbols(self.objects["fair_pg_matmul.cu"])
+        self.assertIn("exit", {s.name for s in syms if s.undefined})
+
+    def test_a_lab_addition_is_needed_for_cudaFuncSetAttribute(self):
+        src = self.proj / "labs" / "04_tiled_matmul" / "fair_pg_matmul.cu"
+        cmd = sc.student_compile_command(NVCC, self.proj, "04_tiled_matmul", src, (ARCH,),
+                                         obj=self.tmp / "pp.o")
+        with tempfile.TemporaryDirectory(dir=self.tmp) as work:
+            pre = sc.preprocess(cmd, Path(work), sc.local_run())
+            bare = sc.load_rules("04_tiled_matmul", StaticRules())
+            report = sc.check_preprocessed(pre, bare, str(self.proj), "x.cu")
+        found = sc.check_object(self.objects["fair_pg_matmul.cu"], None, bare, report)
+        self.assertEqual([v.name for v in found], ["cudaFuncSetAttribute"])
+        self.assertIn("cudaMalloc", found[0].why)  # the message says what the lab allows
+
+    def test_preprocessing_failure_is_a_check_error(self):
+        bad = self.tmp / "bad.cu"
+        bad.write_text('#include "no_such_header.h"\n')
+        cmd = sc.student_compile_command(NVCC, self.proj, "04_tiled_matmul", bad, (ARCH,),
+                                         obj=self.tmp / "bad.o")
+        with self.assertRaises(sc.CheckError):
+            sc.preprocess(cmd, self.tmp / "bad", sc.local_run())
 
 
 if __name__ == "__main__":
