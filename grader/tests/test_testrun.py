@@ -83,6 +83,11 @@ REPORT_HEAD = """<?xml version="1.0" encoding="UTF-8"?>
 COLUMN_CASE = "A column of an unpadded 32-wide tile is 32-way; of a padded one, conflict-free"
 
 
+# The lab 06 fixtures name the hidden test cases, so a release copy of the grader leaves
+# them out; the tests that read them are skipped there.
+needs_lab06 = unittest.skipUnless(FIXTURES.is_dir(), "the lab 06 fixtures are not here")
+
+
 def fixture(name: str) -> str:
     return (FIXTURES / name).read_text()
 
@@ -110,6 +115,7 @@ class ListingTest(unittest.TestCase):
         self.assertEqual(cases[6].tags, ("a-rather-long-tag", "another-rather-long-tag",
                                          "fourth-tag", "host", "third-rather-long-tag"))
 
+    @needs_lab06
     def test_lab06_wrapped_after_a_hyphen(self):
         # The real listing wraps this name after "conflict-"; glued with a space it would be
         # "conflict- free", a name no report carries.
@@ -122,6 +128,7 @@ class ListingTest(unittest.TestCase):
         self.assertEqual(sum(c.hidden for c in cases), 7)
         self.assertEqual(sum(c.matches("[gpu]") for c in cases), 11)
 
+    @needs_lab06
     def test_lab06_names_are_the_names_its_report_uses(self):
         listed = {c.name: c.tags for c in parse_listing(fixture("lab06_list_v2.txt"))}
         cases, complete = salvage_report(fixture("lab06_report_v2.xml"))
@@ -131,6 +138,7 @@ class ListingTest(unittest.TestCase):
             self.assertIn(case.name, listed)
             self.assertEqual(tuple(case.tags), listed[case.name])
 
+    @needs_lab06
     def test_lab06_v3_xml_listing_lists_the_same_cases(self):
         self.assertEqual(parse_listing(fixture("lab06_list_v3.xml")),
                          parse_listing(fixture("lab06_list_v2.txt")))
@@ -140,6 +148,7 @@ class ListingTest(unittest.TestCase):
         self.assertEqual(cases, [Case("The naive kernel loads two floats per multiply-add",
                                       ("host", "lab04", "model"))])
 
+    @needs_lab06
     def test_console_listing_alone_is_refused_rather_than_guessed(self):
         console = fixture("lab06_list_v2.txt").split("24 test cases")[0] + "24 test cases\n\n"
         with self.assertRaisesRegex(ValueError, "no raw name"):
@@ -188,6 +197,7 @@ class ListCasesTest(unittest.TestCase):
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
         return path
 
+    @needs_lab06
     def test_both_versions_list_the_same_cases(self):
         with tempfile.TemporaryDirectory() as tmp:
             v2 = list_cases(self.fake(tmp, 2), dict(os.environ))
@@ -208,6 +218,7 @@ class ListCasesTest(unittest.TestCase):
 
 
 class ReportTest(unittest.TestCase):
+    @needs_lab06
     def test_both_versions_read_alike(self):
         v2 = parse_catch_xml(fixture("lab06_report_v2.xml"))
         v3 = parse_catch_xml(fixture("lab06_report_v3.xml"))
@@ -264,15 +275,18 @@ class SalvageTest(unittest.TestCase):
             cuts += 1
         self.assertGreater(cuts, 200)
 
+    @needs_lab06
     def test_catch2_v2_report_cut_mid_test_case(self):
         self.check_cut_report(fixture("lab06_report_v2.xml"))
 
+    @needs_lab06
     def test_catch2_v3_report_cut_mid_test_case(self):
         report = fixture("lab06_report_v3.xml")
         self.assertIn("<Catch2TestRun ", report)
         self.assertNotIn("<Group", report)
         self.check_cut_report(report)
 
+    @needs_lab06
     def test_catch2_v3_report_cut_inside_a_section(self):
         head = fixture("lab06_report_v3.xml").split('  <TestCase name="Empty shapes')[0]
         cut = head + textwrap.dedent("""\
@@ -294,6 +308,7 @@ class SalvageTest(unittest.TestCase):
         self.assertEqual(salvage_report(""), ([], False))
 
 
+@needs_lab06
 class HangTest(unittest.TestCase):
     """After a hang, only the cases that did not finish are run again, one per process."""
 
