@@ -14,10 +14,12 @@ The labs touched are those whose student files (grading.toml `student_files`) or
 (labs/NN_topic/, solutions/NN_topic/) changed between the merge base of the base ref and
 HEAD. They are graded like `grade` grades a submission: this checkout provides everything
 but the student files, which come from --submission (default: this checkout). The result
-goes to --out (result.json, junit.xml, summary.md, report.html), the Markdown to the job
-summary, and into ONE pull-request comment that is found by a hidden marker and updated on
-every push. A fork's pull request gets a read-only token, so nothing is posted for it and
-the summary says so. A comment that cannot be posted never fails the job.
+goes to --out (result.json, junit.xml, summary.md, report.html, and comment.md: the
+comment's body), the Markdown to the job summary, and into ONE pull-request comment that is
+found by a hidden marker and updated on every push. A fork's pull request gets a read-only
+token, so nothing is posted for it and the summary says so. A comment that cannot be posted
+never fails the job. With --no-comment nothing is posted: a later job without the student's
+code can post comment.md (create it when result.json exists, else only update it).
 
 Exit status: 0 when grading completed (whatever the score) or no lab was touched; 1 when
 the grader could not grade (see `grade`); 130 when interrupted.
@@ -295,6 +297,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str] | None = None,
                     f"{why[:12] if len(why) == 40 else why}), so no lab was graded.\n")
             out.mkdir(parents=True, exist_ok=True)
             (out / "summary.md").write_text(text, encoding="utf-8")
+            (out / "comment.md").write_text(comment_body(text), encoding="utf-8")
             if not args.no_comment:  # keep an earlier comment truthful; never start one
                 _posted, note = post_comment(pr, env, text, create=False)
                 text += f"\n<sub>{note}</sub>\n"
@@ -315,9 +318,10 @@ def run(args: argparse.Namespace, env: Mapping[str, str] | None = None,
         status = status or 1
     markdown = (out / "summary.md").read_text(encoding="utf-8") if (
         out / "summary.md").is_file() else f"Grading wrote no summary: see {out}/result.json\n"
+    (out / "comment.md").write_text(comment_body(markdown), encoding="utf-8")
 
     if args.no_comment:
-        note = "no comment (--no-comment)"
+        note = f"not posted by the grader (--no-comment; the body is {out / 'comment.md'})"
     else:
         _posted, note = post_comment(pr, env, markdown)
     append_summary(env, markdown + f"\n<sub>Graded: {how}. Comment: {note}.</sub>\n")

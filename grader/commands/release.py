@@ -1,8 +1,12 @@
-"""`release OUTDIR`: writes the student copy (no solutions, no hidden tests, no grader
-fixtures made from the solutions) into OUTDIR as a fresh git repository with one commit.
+"""`release OUTDIR [--labs 01,02]`: writes the student copy of the committed tree (no
+solutions, no hidden tests, no grader fixtures made from the solutions; with --labs only
+those labs' folders, handouts and figures) into OUTDIR as a fresh git repository with one
+commit.
 
-Exit status: 0 when written; 1 when it was not (a solution line found in a file that would
-go in, OUTDIR not empty, git missing).
+Exit status: 0 when written; 1 when it was not (a solution line or hidden test name in a
+file that would go in, a released file modified or untracked, a skeleton that is not the
+generated one, a lab released before the lab whose answer its given code holds, OUTDIR
+not empty, git missing).
 """
 
 from __future__ import annotations
@@ -18,7 +22,13 @@ HELP = "write the student copy (no solutions, no hidden tests) as a new git repo
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("release", help=HELP, description=HELP)
-    p.add_argument("outdir", type=Path, help="a new or empty folder outside this repository")
+    p.add_argument("outdir", type=Path, nargs="?",
+                   help="a new or empty folder outside this repository (not with --list)")
+    p.add_argument("--labs", default="",
+                   help="release only these labs (comma-separated numbers; default: all)")
+    p.add_argument("--earlier", default="",
+                   help="labs an earlier release already gave the students (lets a lab whose "
+                        "given code holds their answers go out without them)")
     p.add_argument("--force", action="store_true", help="replace OUTDIR if it is not empty")
     p.add_argument("--no-commit", action="store_true",
                    help="write the files only (no git init and commit)")
@@ -28,27 +38,32 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.list:
-        plan = release.plan_release()
-        for rel in plan.files:
-            print(f"  {rel}")
-        for rel in plan.left_out:
-            print(f"- {rel}")
-        for leak in plan.leaks:
-            print(f"! {leak}")
-        print(f"{len(plan.files)} file(s) in, {len(plan.left_out)} left out, "
-              f"{len(plan.leaks)} solution line(s) found")
-        return 1 if plan.leaks else 0
     try:
-        made = release.make_release(args.outdir, force=args.force, commit=not args.no_commit)
-    except release.ReleaseError as err:
+        if args.list:
+            plan = release.plan_release(labs=args.labs, earlier=args.earlier)
+            for rel in plan.files:
+                print(f"  {rel}")
+            for rel in plan.left_out:
+                print(f"- {rel}")
+            for problem in plan.problems:
+                print(f"! {problem}")
+            for leak in plan.leaks:
+                print(f"! {leak}")
+            print(f"labs {', '.join(plan.labs)} of {plan.revision[:12]}: {len(plan.files)} "
+                  f"file(s) in, {len(plan.left_out)} left out, {len(plan.leaks)} solution "
+                  f"line(s) found, {len(plan.problems)} other problem(s)")
+            return 0 if plan.ok else 1
+        if args.outdir is None:
+            print("release: give OUTDIR (or --list)", file=sys.stderr)
+            return 1
+        made = release.make_release(args.outdir, force=args.force, commit=not args.no_commit,
+                                    labs=args.labs, earlier=args.earlier)
+    except (release.ReleaseError, OSError) as err:
         print(f"release: {err}", file=sys.stderr)
         return 1
-    except OSError as err:
-        print(f"release: {err}", file=sys.stderr)
-        return 1
-    print(f"wrote {len(made.files)} file(s) to {args.outdir} ({len(made.left_out)} left out: "
-          "solutions, hidden tests, the grader's fixtures made from the solutions)")
+    print(f"wrote {len(made.files)} file(s) of {made.revision[:12]} to {args.outdir}, labs "
+          f"{', '.join(made.labs)} ({len(made.left_out)} left out: solutions, hidden tests, "
+          "the grader's fixtures made from the solutions, other labs)")
     if not args.no_commit:
         print("a git repository with one commit; push it where students clone from")
     return 0

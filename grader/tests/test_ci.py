@@ -225,6 +225,25 @@ class CiTest(unittest.TestCase):
         with FakeGitHub() as hub:
             self.assertEqual(self.run_ci(self.env(hub.url), "--no-comment"), 0)
             self.assertEqual(hub.requests, [])
+        # what the workflow's comment job posts: the body, and result.json (create it)
+        out = self.tmp / "out"
+        body = (out / "comment.md").read_text()
+        self.assertEqual(body, ci.comment_body((out / "summary.md").read_text()))
+        self.assertTrue(body.startswith(ci.MARKER))
+        self.assertTrue((out / "result.json").is_file())
+        self.assertIn("--no-comment", self.summary.read_text())
+
+    def test_no_comment_flag_nothing_touched(self):
+        git(self.repo, "checkout", "-q", "main")
+        git(self.repo, "checkout", "-qb", "docs")
+        (self.repo / "README.md").write_text("only docs\n")
+        git(self.repo, "commit", "-qam", "docs")
+        with FakeGitHub() as hub:
+            self.assertEqual(self.run_ci(self.env(hub.url), "--no-comment"), 0)
+            self.assertEqual(hub.requests, [])
+        out = self.tmp / "out"  # no result.json: only update an earlier comment
+        self.assertIn("nothing to grade", (out / "comment.md").read_text())
+        self.assertFalse((out / "result.json").exists())
 
     def test_nothing_touched(self):
         git(self.repo, "checkout", "-q", "main")

@@ -1,5 +1,7 @@
-"""The student copy: what goes in, what stays out (by path and by content), and that it
-configures, builds and passes its own host tests with no solutions/ present."""
+"""The student copy: what goes in, what stays out (by path, by content, by lab), that it is
+made from committed files only, and that it configures, builds and passes its own host tests
+with no solutions/ present. The leaks are made in throwaway git repositories built from
+this checkout's files."""
 
 from __future__ import annotations
 
@@ -17,6 +19,33 @@ from grader.paths import ROOT, discover_labs
 from grader.tools import find_catch2, find_tool
 
 HAVE_SOLUTIONS = (ROOT / "solutions").is_dir()
+NEEDS = unittest.skipUnless(HAVE_SOLUTIONS and shutil.which("git"),
+                            "needs solutions/ (not in a student copy) and git")
+FOLDERS = ["01_warp_sizing", "02_coalescing", "03_shared_memory", "04_tiled_matmul",
+           "05_boundary_checks", "06_bank_conflicts", "07_occupancy"]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c",
+                           "user.email=t@example.invalid", *args], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def repository_like_this_checkout(dest: Path) -> Path:
+    """A git repository with one commit of this checkout's files as they are now (tracked,
+    and untracked but not ignored)."""
+    names = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others",
+                            "--exclude-standard"], capture_output=True, check=True
+                           ).stdout.decode().split("\0")
+    for rel in filter(None, names):
+        src = ROOT / rel
+        if src.is_file() and not src.is_symlink():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    git(dest.parent, "init", "-q", str(dest))
+    git(dest, "add", "-A")
+    git(dest, "commit", "-qm", "course")
+    return dest
 
 
 class RulesTest(unittest.TestCase):
@@ -36,30 +65,222 @@ class RulesTest(unittest.TestCase):
         for rel in outside:
             self.assertFalse(release.included(rel), rel)
 
-    @unittest.skipUnless(HAVE_SOLUTIONS, "no solutions/ here (a student copy)")
-    def test_the_content_check_finds_a_solution_hidden_in_a_fixture(self):
-        secret = release.solution_only_lines(ROOT)
-        self.assertGreater(len(secret), 50)
-        fixture = "grader/tests/fixtures/lab04/recipes.json"
-        if (ROOT / fixture).is_file():
-            self.assertTrue(release.find_leaks(ROOT, [fixture], secret))
-        self.assertEqual(release.find_leaks(ROOT, ["labs/04_tiled_matmul/tiled_matmul.cu"],
-                                            secret), [])
+    def test_which_lab_a_path_belongs_to(self):
+        cases = {"labs/04_tiled_matmul/tests/matmul_check.hpp": "04_tiled_matmul",
+                 "handouts/05_boundary_checks.md": "05_boundary_checks",
+                 "handouts/figures/02_stride.svg": "02_coalescing",
+                 "labs/_template/topic.cu": None, "common/src/bench.cpp": None,
+                 "handouts/figures/09_new.svg": None, "README.md": None}
+        for rel, lab in cases.items():
+            self.assertEqual(release.lab_of(rel, FOLDERS), lab, rel)
+
+    def test_choosing_labs(self):
+        self.assertEqual(release.choose("", FOLDERS), FOLDERS)
+        self.assertEqual(release.choose("5,4,lab04", FOLDERS),
+                         ["04_tiled_matmul", "05_boundary_checks"])
+        with self.assertRaisesRegex(release.ReleaseError, "no lab '9'"):
+            release.choose("9", FOLDERS)
+
+    def test_lines_that_prove_nothing(self):
+        for line in ("}", "return 0;", "// the answer is to add one", "#include <vector>",
+                     "std::vector<std::uint32_t> addresses;", "d.size = prop.size;",
+                     "const int tx = threadIdx.x;", "-------- ========"):
+            self.assertTrue(release._proves_nothing(line), line)
+        for line in ("c[row * n + col] = acc + bias;", "const int i = (n + 31) / 32 * 32;"):
+            self.assertFalse(release._proves_nothing(line), line)
 
 
 def _case_names(path: Path) -> set[str]:
     return set(re.findall(r'TEST_CASE\(\s*"([^"]+)"', path.read_text(errors="replace")))
 
 
-@unittest.skipUnless(HAVE_SOLUTIONS and shutil.which("git"),
-                     "needs solutions/ (not in a student copy) and git")
+@NEEDS
+class LeakTest(unittest.TestCase):
+    """Each way a solution could reach the students, made in a copy of this repository."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = Path(tempfile.mkdtemp(prefix="cml-release-leak-"))
+        cls.base = repository_like_this_checkout(cls.tmp / "base")
+        cls.count = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def clone(self) -> Path:
+        type(self).count += 1
+        repo = self.tmp / f"clone{self.count}"
+        git(self.tmp, "clone", "-q", str(self.base), str(repo))
+        return repo
+
+    def commit(self, repo: Path) -> None:
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "change")
+
+    def refused(self, repo: Path, **kw) -> str:
+        """The release's message; checks that nothing was written."""
+        out = self.tmp / f"out{self.count}"
+        with self.assertRaises(release.ReleaseError) as caught:
+            release.make_release(out, root=repo, **kw)
+        self.assertFalse(out.exists() and any(out.iterdir()))
+        return str(caught.exception)
+
+    def answer(self, folder: str) -> str:
+        return (self.base / "solutions" / folder / f"{folder[3:]}.cu").read_text()
+
+    def test_the_real_tree_passes(self):
+        plan = release.plan_release(self.base)
+        self.assertEqual((plan.problems, plan.leaks), ([], []))
+        self.assertEqual(plan.labs, [lab.folder for lab in discover_labs(self.base)])
+        secret = release.secret_lines(release.read_head(self.base))
+        for folder in plan.labs:  # every lab's answer and hidden tests are searched for
+            kinds = {s.kind for s in secret.values() if s.lab == folder}
+            self.assertEqual(kinds, {"answer", "hidden test"}, folder)
+
+    def test_a_solution_pasted_into_a_handout(self):
+        repo = self.clone()
+        with open(repo / "handouts/02_coalescing.md", "a") as f:
+            f.write("\n```cuda\n" + self.answer("04_tiled_matmul") + "```\n")
+        self.commit(repo)
+        message = self.refused(repo)
+        self.assertIn("handouts/02_coalescing.md: ", message)
+        self.assertIn("solutions/04_tiled_matmul/tiled_matmul.cu", message)
+        # found even when lab 04 is not released, and in a lab's own handout
+        self.assertTrue(release.plan_release(repo, labs="02").leaks)
+
+    def test_one_answer_line_quoted_in_its_own_handout(self):
+        repo = self.clone()
+        secret = release.secret_lines(release.read_head(repo))
+        line = next(line for line, s in secret.items()
+                    if s.lab == "02_coalescing" and s.kind == "answer")
+        with open(repo / "handouts/02_coalescing.md", "a") as f:
+            f.write(f"\nThe trick is `{line}`.\n")
+        self.commit(repo)
+        self.assertIn(f"handouts/02_coalescing.md: {line!r}", self.refused(repo))
+
+    def test_an_answer_file_in_a_lab_folder(self):
+        repo = self.clone()
+        (repo / "labs/04_tiled_matmul/answer.cu").write_text(self.answer("04_tiled_matmul"))
+        message = self.refused(repo)
+        self.assertIn("labs/04_tiled_matmul/answer.cu (untracked)", message)
+        self.commit(repo)  # committed, it is found by its content
+        self.assertIn("labs/04_tiled_matmul/answer.cu: ", self.refused(repo))
+        self.assertTrue(release.plan_release(repo, labs="01").ok)  # lab 04 not released
+
+    def test_a_modified_tracked_file(self):
+        repo = self.clone()
+        with open(repo / "labs/04_tiled_matmul/baseline.cu", "a") as f:
+            f.write("// edited, not committed\n")
+        self.assertIn("labs/04_tiled_matmul/baseline.cu (modified)", self.refused(repo))
+        git(repo, "add", "labs/04_tiled_matmul/baseline.cu")  # staged is not committed either
+        self.assertIn("labs/04_tiled_matmul/baseline.cu (modified)", self.refused(repo))
+
+    def test_the_copy_is_made_from_head(self):
+        repo = self.clone()
+        (repo / "grader/tests/data/scratch.txt").write_text("not committed\n")
+        (repo / "notes.txt").write_text("outside the released paths: no matter\n")
+        self.assertIn("grader/tests/data/scratch.txt (untracked)", self.refused(repo))
+        (repo / "grader/tests/data/scratch.txt").unlink()
+        made = release.make_release(self.tmp / "from-head", root=repo, commit=False)
+        self.assertNotIn("notes.txt", made.files)
+        self.assertEqual((self.tmp / "from-head/grader/release.py").read_bytes(),
+                         (self.base / "grader/release.py").read_bytes())
+
+    def test_a_solution_copied_over_the_skeleton(self):
+        repo = self.clone()
+        shutil.copy(repo / "solutions/04_tiled_matmul/tiled_matmul.cu",
+                    repo / "labs/04_tiled_matmul/tiled_matmul.cu")
+        self.commit(repo)
+        message = self.refused(repo)
+        self.assertIn("labs/04_tiled_matmul/tiled_matmul.cu is not the skeleton", message)
+        self.assertIn("labs/04_tiled_matmul/tiled_matmul.cu: ", message)
+
+    def test_an_answer_in_another_labs_given_code(self):
+        repo = self.clone()
+        with open(repo / "labs/06_bank_conflicts/baseline.cu", "a") as f:
+            f.write(self.answer("04_tiled_matmul"))
+        with open(repo / "common/src/bench.cpp", "a") as f:
+            f.write(self.answer("07_occupancy"))
+        self.commit(repo)
+        message = self.refused(repo, labs="06")
+        self.assertIn("labs/06_bank_conflicts/baseline.cu: ", message)
+        self.assertIn("common/src/bench.cpp: ", message)
+
+    def test_a_hidden_test_copied_into_the_public_tests(self):
+        repo = self.clone()
+        hidden = repo / "solutions/04_tiled_matmul/tests/test_hidden.cpp"
+        name = sorted(_case_names(hidden))[0]
+        with open(repo / "labs/04_tiled_matmul/tests/test_tiled_matmul.cpp", "a") as f:
+            f.write(hidden.read_text())
+        self.commit(repo)
+        self.assertIn(f'names the hidden test case "{name}"', self.refused(repo))
+
+    def test_lab_05_goes_out_only_with_or_after_lab_04(self):
+        self.assertEqual(release.declared_answers(release.read_head(self.base),
+                                                  "05_boundary_checks"), ["04_tiled_matmul"])
+        message = self.refused(self.base, labs="05")
+        self.assertIn("labs/05_boundary_checks holds the answer of 04_tiled_matmul", message)
+        self.assertIn("--labs 04,05", message)
+        self.assertTrue(release.plan_release(self.base, labs="04,05").ok)
+        self.assertTrue(release.plan_release(self.base, labs="05", earlier="04").ok)
+        # without its declaration, lab 04's answer in lab 05's baseline is a leak
+        saved = dict(release.PENDING_DECLARATIONS)
+        try:
+            release.PENDING_DECLARATIONS.clear()
+            repo = self.clone()
+            leaks = release.plan_release(repo, labs="04,05").leaks
+            self.assertTrue(leaks)
+            self.assertTrue(all(leak.startswith("labs/05_boundary_checks/baseline.cu: ")
+                                for leak in leaks), leaks)
+        finally:
+            release.PENDING_DECLARATIONS.update(saved)
+
+    def test_the_declaration_is_read_from_grading_toml(self):
+        repo = self.clone()
+        rubric = repo / "labs/06_bank_conflicts/grading.toml"
+        rubric.write_text(rubric.read_text() + '\n[release]\ncontains_answers_of = ["03"]\n')
+        self.commit(repo)
+        tree = release.read_head(repo)
+        self.assertEqual(release.declared_answers(tree, "06_bank_conflicts"),
+                         ["03_shared_memory"])
+        self.assertIn("holds the answer of 03_shared_memory",
+                      "\n".join(release.plan_release(repo, labs="06", tree=tree).problems))
+        rubric.write_text(rubric.read_text().replace('["03"]', '"03"'))
+        self.commit(repo)
+        with self.assertRaisesRegex(release.ReleaseError, "must be an array of lab folders"):
+            release.declared_answers(release.read_head(repo), "06_bank_conflicts")
+
+    def test_a_staged_release_holds_only_its_labs(self):
+        out = self.tmp / "staged"
+        made = release.make_release(out, root=self.base, labs="01,02")
+        self.assertEqual(made.labs, ["01_warp_sizing", "02_coalescing"])
+        files = sorted(str(p.relative_to(out)) for p in out.rglob("*")
+                       if p.is_file() and ".git" not in p.relative_to(out).parts)
+        self.assertEqual(sorted(made.files), files)
+        labs = {rel.split("/")[1] for rel in files if rel.startswith("labs/")}
+        self.assertEqual(labs, {"01_warp_sizing", "02_coalescing", "_template"})
+        handouts = [rel for rel in files if rel.startswith("handouts/")]
+        self.assertTrue(handouts)
+        for rel in handouts:
+            self.assertRegex(rel, r"^handouts/(figures/)?0[12]_")
+        self.assertIn("common/src/bench.cpp", files)
+        self.assertIn("grader/release.py", files)
+        log = git(out, "log", "--format=%s")
+        self.assertIn("labs 01_warp_sizing, 02_coalescing", log)
+
+
+@NEEDS
 class ReleaseTest(unittest.TestCase):
+    """The whole release of a repository like this checkout."""
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = Path(tempfile.mkdtemp(prefix="cml-release-"))
         cls.tmp.chmod(0o755)
+        cls.repo = repository_like_this_checkout(cls.tmp / "course")
         cls.out = cls.tmp / "copy"
-        cls.made = release.make_release(cls.out)
+        cls.made = release.make_release(cls.out, root=cls.repo)
         cls.files = sorted(str(p.relative_to(cls.out)) for p in cls.out.rglob("*")
                            if p.is_file() and ".git" not in p.relative_to(cls.out).parts)
 
@@ -73,51 +294,59 @@ class ReleaseTest(unittest.TestCase):
             self.assertFalse(rel.startswith("solutions"), rel)
             self.assertNotIn("hidden", Path(rel).name, rel)
             self.assertNotIn("fixtures", rel)
-        for lab in discover_labs():
+        for lab in discover_labs(self.repo):
             self.assertIn(f"labs/{lab.folder}/{lab.topic}.cu", self.files)
             self.assertIn(f"labs/{lab.folder}/grading.toml", self.files)
+            self.assertIn(f"handouts/{lab.folder}.md", self.files)
         self.assertIn("labs/_template/CMakeLists.txt", self.files)
 
     def test_no_solution_or_hidden_test_by_content(self):
-        secret = release.solution_only_lines(ROOT)
+        secret = release.secret_lines(release.read_head(self.repo))
         hidden_names = set()
-        for path in (ROOT / "solutions").rglob("*.c*"):
+        for path in (self.repo / "solutions").rglob("*.c*"):
             if "tests" in path.parts:
                 hidden_names |= _case_names(path)
         public_names = set()
-        for path in (ROOT / "labs").rglob("*.c*"):
+        for path in (self.repo / "labs").rglob("*.c*"):
             public_names |= _case_names(path)
         hidden_names -= public_names
         self.assertTrue(hidden_names)
+        allowed = release.declared_answers(release.read_head(self.repo), "05_boundary_checks")
+        texts = {}
         for rel in self.files:
             try:
-                text = (self.out / rel).read_text()
+                texts[rel] = (self.out / rel).read_text()
             except UnicodeDecodeError:
                 continue
-            leaked = [line for line in secret if line in text]
+        # a line a lab's given code shares with its own answer (a baseline's statement)
+        shared = {line for line, s in secret.items() if s.kind == "answer" and any(
+            line in text for rel, text in texts.items() if rel.startswith(f"labs/{s.lab}/"))}
+        for rel, text in texts.items():
+            leaked = [line for line, s in secret.items() if line in text and line not in shared
+                      and not (rel.startswith("labs/05_boundary_checks/") and s.lab in allowed)]
             self.assertEqual(leaked, [], rel)
             named = [n for n in hidden_names if f'"{n}"' in text]
             self.assertEqual(named, [], f"{rel} names hidden test cases")
 
     def test_skeletons_are_the_committed_ones(self):
-        for lab in discover_labs():
+        for lab in discover_labs(self.repo):
             self.assertEqual((self.out / "labs" / lab.folder / f"{lab.topic}.cu").read_bytes(),
                              lab.student_file.read_bytes())
 
+    def test_modes_are_kept(self):
+        for rel in self.files:
+            self.assertEqual(os.access(self.out / rel, os.X_OK),
+                             os.access(self.repo / rel, os.X_OK), rel)
+
     def test_a_fresh_git_repository_with_one_clean_commit(self):
-        log = subprocess.run(["git", "-C", str(self.out), "log", "--oneline"],
-                             capture_output=True, text=True, check=True).stdout
+        log = git(self.out, "log", "--oneline")
         self.assertEqual(len(log.splitlines()), 1)
-        status = subprocess.run(["git", "-C", str(self.out), "status", "--porcelain"],
-                                capture_output=True, text=True, check=True).stdout
-        self.assertEqual(status, "")
-        tracked = subprocess.run(["git", "-C", str(self.out), "ls-files"], capture_output=True,
-                                 text=True, check=True).stdout.split()
-        self.assertEqual(sorted(tracked), self.files)
+        self.assertEqual(git(self.out, "status", "--porcelain"), "")
+        self.assertEqual(sorted(git(self.out, "ls-files").split()), self.files)
 
     def test_refuses_a_folder_that_is_not_empty(self):
-        with self.assertRaises(release.ReleaseError):
-            release.make_release(self.out)
+        with self.assertRaisesRegex(release.ReleaseError, "not empty"):
+            release.make_release(self.out, root=self.repo)
 
     def test_the_copys_grader_tests_pass_without_solutions(self):
         proc = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s",
