@@ -174,7 +174,8 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
         arch = workspace.cache_value(build, "CMAKE_CUDA_ARCHITECTURES") or "75"
         configured = workspace.cmake_configure(
             student_src, student_build, labs, timeout, student_env,
-            ["-DCML_BUILD_TESTS=OFF", f"-DCMAKE_CUDA_ARCHITECTURES={arch}"],
+            ["-DCML_BUILD_TESTS=OFF", f"-DCMAKE_CUDA_ARCHITECTURES={arch}",
+             "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"],
             identity=identity, jail=workspace.student_jail(student_src, student_build))
     if not configured.ok:
         result.errors.append("CMake could not configure the pristine tree: "
@@ -285,22 +286,32 @@ def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Optio
     _say(opts, f"{lab.folder}: building your code")
     built = workspace.cmake_build(student.build, [f"{lab.tag}_student"], build_timeout,
                                   student.env, identity=student.identity, jail=student.jail)
+    violations: list[static_checks.Violation] = []
     if built.ok:
-        # 3. Static checks, before anything is linked with it or run.
-        violations = _static(lab, rubric, student.build, student.src, lab_result)
-        if violations is None:
-            return
-        # 4. The grader's tests and bench linked with the student's library (no student
-        # source is compiled here).
+        # 3. The grader's tests and bench linked with the student's library (no student
+        # source is compiled here; linking runs none of it).
         targets = [f"{lab.tag}_tests_student"] if has_public else []
         targets += [f"{lab.tag}_hidden_student"] if has_hidden else []
         targets += [f"{lab.tag}_bench_student"] if has_bench else []
-        if targets and not violations:
-            linked = workspace.cmake_build(build, targets, build_timeout, build_env)
+        linked = workspace.cmake_build(build, targets, build_timeout, build_env) if targets \
+            else built
+        # 4. Static checks, before any of it runs (also when linking failed: a definition
+        # that collides with the harness is better named by the check than by the linker).
+        violations = _static(lab, rubric, student, build, lab_result)
+        if violations is None:
+            return
+        if targets:
             built = workspace.BuildOutcome(linked.ok, built.seconds + linked.seconds,
                                            linked.timed_out, [], linked.log_tail)
-    else:
-        violations = []
+        if violations:
+            lab_result.build = {"ok": built.ok, "seconds": round(built.seconds, 1),
+                                "timed_out": built.timed_out, "errors": []}
+            lab_result.parts.insert(0, PartResult("build", "Build", GRADED, 0.0, 0.0, "",
+                                                  {"seconds": round(built.seconds, 1)}))
+            text = "; ".join(v.describe() for v in violations[:5])
+            _finish_unfinished(lab_result, rubric, "Zero: a static check failed, so your "
+                               f"code was not run ({text}).")
+            return
     errors = workspace.compile_errors(built.log_tail, student_paths) if not built.ok else []
     lab_result.build = {"ok": built.ok, "seconds": round(built.seconds, 1),
                         "timed_out": built.timed_out, "errors": errors}
@@ -323,13 +334,8 @@ def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Optio
     for kind in ("tests_student", "hidden_student", "bench_student"):
         if binaries[kind]:
             lab_result.binaries[binaries[kind].name] = sha256(binaries[kind])
-    if violations:
-        text = "; ".join(v.describe() for v in violations[:5])
-        _finish_unfinished(lab_result, rubric, "Zero: a static check failed, so your code "
-                           f"was not run ({text}).")
-        return
 
-    # 3. Lock the reference away; the student's code runs as another user from here on.
+    # 5. Lock the reference away; the student's code runs as another user from here on.
     # The case list comes from the reference's binary (public + hidden); a student's copy
     # has no solutions/, so there the public binary lists its own cases.
     lister = binaries["tests_solution"] or binaries["tests_student"]
@@ -434,33 +440,47 @@ def memory_safety_gate(canonical: list[Case], runs: dict, spec: str) -> str:
     return ""
 
 
-def _static(lab: LabPaths, rubric: Rubric, build: Path, src: Path,
+def _static(lab: LabPaths, rubric: Rubric, student: _StudentBuild, build: Path,
             lab_result: LabResult) -> list[static_checks.Violation] | None:
-    rules = rubric.static
-    violations: list[static_checks.Violation] = []
+    """The allow-lists (grader/static_checks.py) on the student's object and preprocessed
+    file. The preprocessing runs the compiler on the student's source, so it runs in the
+    student's jail. A check the grader cannot make is the grader's failure, never a pass."""
     details: dict = {}
-    obj = workspace.object_file(build, lab)
-    if obj is None:
-        details["symbols"] = "no object file found; symbol check not done"
-    else:
-        try:
-            symbols = static_checks.undefined_symbols(obj)
-            details["undefined_symbols"] = len(symbols)
-            violations += static_checks.check_symbols(symbols, rules.deny_symbols,
-                                                      rules.allow_symbols)
-        except (RuntimeError, OSError, subprocess.SubprocessError) as err:
-            details["symbols"] = f"symbol check not done: {err}"
-    for rel in rubric.student_files:
-        try:
-            text = (src / rel).read_text(errors="replace")
-        except OSError:
-            continue
-        violations += static_checks.check_source(text, rel, rules.deny_source)
+    violations: list[static_checks.Violation] = []
+    rules = static_checks.load_rules(lab.folder, rubric.static)
+    obj = workspace.object_file(student.build, lab)
+    reference = workspace.object_file(build, lab, "solution")
+    jailed = sandbox.isolation().jailed
+    inside_src = Path(sandbox.JAIL_ROOT + "/src") if jailed else student.src
+    rel = f"labs/{lab.folder}/{lab.topic}.cu"
+    cmd = static_checks.compile_command_from_db(student.build, inside_src / rel)
+    if obj is None or cmd is None:
+        raise RuntimeError("the static check found no object or compile command for "
+                           f"{rel} (student build tree incomplete)")
+
+    def run(argv: list[str]) -> tuple[int | None, str]:
+        out = sandbox.run(argv, cwd=student.build, timeout=300, env=student.env,
+                          identity=student.identity, jail=student.jail)
+        return (None if out.timed_out else out.returncode), out.output_tail
+
+    scratch = student.build / "static" / lab.folder
+    shutil.rmtree(scratch, ignore_errors=True)
+    sandbox.make_shared_dir(scratch.parent, student.identity)
+    sandbox.make_shared_dir(scratch, student.identity)
+    try:
+        text = (student.src / rel).read_text(errors="replace")
+        violations = static_checks.check_submission(
+            obj, reference, cmd, rules, str(inside_src), rel,
+            run, scratch, static_checks.harness_objects(build, lab.folder, lab.tag), text)
+    except static_checks.CheckError as err:
+        raise RuntimeError(f"the static check could not be made: {err}") from err
     details["violations"] = [v.describe() for v in violations]
+    details["allowed"] = rules.summary
     reason = ""
     if violations:
-        reason = ("Forbidden in this lab, so correctness (and everything that depends on it) "
-                  "scores zero: " + "; ".join(v.describe() for v in violations[:5]))
+        reason = ("Not allowed in this lab, so correctness (and everything that depends on "
+                  "it) scores zero: " + "; ".join(v.describe() for v in violations[:5])
+                  + (f" (and {len(violations) - 5} more)" if len(violations) > 5 else ""))
     lab_result.parts.append(PartResult("static", "Static checks", GRADED, 0.0, 0.0, reason,
                                        details))
     return violations

@@ -118,10 +118,12 @@ class Jail:
         return self
 
     def inside(self, text: str) -> str:
+        """`text` (an argument: a path, `-I<path>`, `--flag=<path>`...) with every bound host
+        path replaced by its name inside."""
         for b in sorted(self.binds, key=lambda b: -len(str(b.outside))):
             base = str(b.outside)
-            if text == base or text.startswith(base + os.sep):
-                return b.inside + text[len(base):]
+            text = re.sub(re.escape(base) + r"(?=[/\s'\":,;=)]|$)", b.inside.replace("\\", "\\\\"),
+                          text)
         return text
 
     def to_host(self, text: str) -> str:

@@ -260,9 +260,9 @@ def open_for(path: Path) -> None:
             os.chmod(full, os.stat(full).st_mode | stat.S_IRGRP | stat.S_IROTH)
 
 
-def object_file(build: Path, lab: LabPaths) -> Path | None:
-    """The student's compiled object: labNN_student's object under the build tree."""
-    folder = build / "labs" / lab.folder / "CMakeFiles" / f"{lab.tag}_student.dir"
+def object_file(build: Path, lab: LabPaths, variant: str = "student") -> Path | None:
+    """The compiled object of labNN_<variant> (student or solution) under the build tree."""
+    folder = build / "labs" / lab.folder / "CMakeFiles" / f"{lab.tag}_{variant}.dir"
     if not folder.is_dir():
         return None
     found = sorted(folder.rglob(f"{lab.topic}.cu.o")) or sorted(folder.rglob("*.o"))
