@@ -5,7 +5,6 @@ missing or refuses to run gives "not measured", with no points either way.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,9 +106,49 @@ def _first(text: str) -> str:
     return text.strip().splitlines()[-1][:200] if text.strip() else "no output"
 
 
+# The bench marks each call of an interleaved comparison with an NVTX push/pop range: the
+# student's call and the given baseline's. A metric measures the kernels launched inside one
+# of them, whatever their names; the other range is excluded, so a range pushed inside the
+# student's call cannot pass the student's kernels off as the baseline's.
+CALL_RANGES = {"candidate": "cml:candidate", "baseline": "cml:baseline"}
+_UNKNOWN_METRIC_RE = re.compile(r"metric.*(not found|unknown|invalid|not available|not "
+                                r"supported)|(failed to find|unknown|invalid) metric",
+                                re.IGNORECASE)
+
+
+def ncu_command(ncu: str, metric: Metric, binary: Path, seed: int, log: Path,
+                call: str | None = None) -> list[str]:
+    """The profiling run of one [[metrics]] entry, its raw page written to `log` as CSV.
+
+    target "bench": the bench with the entry's args, only kernels inside the NVTX range of
+    `call` (default: the entry's) and not inside the other one; call "any": inside either.
+    target "tests": every kernel the test cases matching the spec launch."""
+    names = [metric.metric] + ([metric.per] if metric.per else [])
+    if any(not n.endswith(".sum") for n in names):
+        names.append(parsers.NCU_DURATION)  # the weights of a non-additive metric's mean
+    cmd = [ncu]
+    if metric.target == "bench":
+        call = call or metric.call
+        cmd.append("--nvtx")
+        for name, nvtx_range in CALL_RANGES.items():  # "/": a push/pop range, at any depth
+            inside = call in (name, "any")
+            cmd += ["--nvtx-include" if inside else "--nvtx-exclude", f"{nvtx_range}/"]
+        args = [*metric.args, "--seed", str(seed)]
+    else:
+        args = [*metric.args, "--rng-seed", str(seed)]
+    return cmd + ["--metrics", ",".join(dict.fromkeys(names)), "--csv", "--page", "raw",
+                  "--print-units", "base", "--log-file", str(log), str(binary), *args]
+
+
+class _NotMeasured(Exception):
+    """This machine could not measure the metric (the message says why): no points either way."""
+
+
 def metric_part(metric: Metric, ctx: Context, full_groups: set[str]) -> PartResult:
-    """One [[metrics]] entry: ncu on the student's bench (or tests), the value reported and,
-    with points, scored inside [expect_min, expect_max]."""
+    """One [[metrics]] entry: ncu on the student's bench (or tests), the metric over every
+    kernel of the profiled call, reported and, with points, scored (scoring.metric_points).
+    "Not measured" only when ncu is missing, refused or cannot measure on this machine; a
+    call that gives the metric nothing to measure scores 0 and says why."""
     part = PartResult("metric", metric.name, NOT_MEASURED, 0.0, metric.points)
     ncu = find_tool("ncu")
     if not ncu:
@@ -120,74 +159,122 @@ def metric_part(metric: Metric, ctx: Context, full_groups: set[str]) -> PartResu
     if binary is None:
         part.reason = f"Not measured: {kind} was not built."
         return part
-    regex = metric.kernel_regex
-    if metric.baseline_kernel_regex:
-        regex = f"({metric.kernel_regex})|({metric.baseline_kernel_regex})"
-    names = [metric.metric] + ([metric.per] if metric.per else [])
-    rep = ctx.next_file("ncu", "")
-    if metric.target == "bench":
-        args = [*metric.args, "--seed", str(ctx.seed)]
-    else:
-        args = [*(metric.args or []), "--rng-seed", str(ctx.seed)]
-    cmd = [ncu, "--metrics", ",".join(names), "-k", f"regex:{regex}", "-f", "-o", str(rep),
-           str(binary), *args]
-    out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.timeout * 3, env=ctx.env,
-                      identity=ctx.identity)
-    report = rep.with_suffix(".ncu-rep")
-    if not report.exists():
-        refused = REFUSED_RE.search(out.output_tail)
-        part.reason = ("Not measured: the profiler was refused access to the GPU's counters "
-                       f"({_first(out.output_tail)})." if refused else
-                       f"Not measured: ncu produced no report ({out.describe()}).")
-        return part
-    import subprocess
-    proc = subprocess.run([ncu, "--import", str(report), "--csv", "--page", "raw", "--metrics",
-                           ",".join(names)], capture_output=True, text=True, timeout=300)
+    part.details = {"metric": metric.metric, "per": metric.per, "target": metric.target,
+                    "call": metric.call if metric.target == "bench" else None,
+                    "per_baseline": metric.per_baseline, "expect_min": metric.expect_min,
+                    "expect_max": metric.expect_max, "commands": []}
     try:
-        rows = parsers.parse_ncu_csv(proc.stdout)
-    except ValueError as err:
-        part.reason = f"Not measured: could not read ncu's table ({err})."
+        value, problem = _measure(ncu, metric, ctx, binary, part.details)
+    except _NotMeasured as err:
+        part.reason = str(err)
         return part
-    value = _ratio(rows, metric.metric, metric.per, metric.kernel_regex)
-    if value is not None and metric.baseline_kernel_regex:
-        base = _ratio(rows, metric.metric, metric.per, metric.baseline_kernel_regex)
-        value = value / base if base else None
-    if value is None or not math.isfinite(value):
-        part.reason = (f"Not measured: no launch of a kernel matching '{metric.kernel_regex}' "
-                       "reported the metric.")
-        return part
-    part.details = {"value": value, "metric": metric.metric, "per": metric.per,
-                    "kernel_regex": metric.kernel_regex,
-                    "baseline_kernel_regex": metric.baseline_kernel_regex,
-                    "expect_min": metric.expect_min, "expect_max": metric.expect_max}
-    part.status = GRADED
-    inside = ((metric.expect_min is None or value >= metric.expect_min)
-              and (metric.expect_max is None or value <= metric.expect_max))
+    part.details["value"] = value
     missing = [g for g in metric.requires if g not in full_groups]
-    if metric.points <= 0:
-        part.reason = f"Measured {value:.4g} (reported, not scored)."
-    elif missing:
-        part.reason = (f"Measured {value:.4g}, but these groups need full marks first: "
-                       + ", ".join(missing))
-    elif inside:
-        part.points = metric.points
-    else:
-        part.reason = (f"Measured {value:.4g}, outside the expected range "
-                       f"[{metric.expect_min}, {metric.expect_max}].")
+    score = scoring.metric_points(value, metric.points, metric.expect_min, metric.expect_max,
+                                  missing, problem)
+    part.status, part.points = score.status, score.points
+    part.reason = score.reason if score.points < metric.points or metric.points <= 0 else ""
     return part
 
 
-def _ratio(rows, metric: str, per: str | None, regex: str) -> float | None:
-    values = parsers.ncu_metric(rows, metric, regex)
-    if not values:
-        return None
-    total = sum(values)
-    if per:
-        denominators = parsers.ncu_metric(rows, per, regex)
-        if not denominators or not sum(denominators):
-            return None
-        return total / sum(denominators)
-    return total / len(values)
+def _measure(ncu: str, metric: Metric, ctx: Context, binary: Path,
+             details: dict[str, Any]) -> tuple[float | None, str]:
+    """(the value, or None and why the student's code gave it nothing to measure)."""
+    rows, failed = _profile(ncu, metric, ctx, binary, metric.call, details)
+    if failed:
+        return None, failed
+    details["kernels"] = len(rows)
+    if not rows:
+        if metric.target == "tests":
+            return None, ("The profiled test cases launched no kernel, so there was nothing "
+                          "to measure.")
+        # Tell "this call launched nothing" from "this bench marks no call at all" (any
+        # kernel inside either range, so ranges the student's code left open change nothing).
+        if not _profile(ncu, metric, ctx, binary, "any", details)[0]:
+            raise _NotMeasured("Not measured: the bench marked no call for the profiler (no "
+                               f"kernel inside {CALL_RANGES['candidate']} or "
+                               f"{CALL_RANGES['baseline']}): a grader problem, not yours.")
+        who = "Your code" if metric.call == "candidate" else "The baseline"
+        return None, f"{who} launched no kernel in the timed call: there was nothing to measure."
+    value, problem = _value(rows, metric)
+    if value is None or not metric.per_baseline:
+        return value, problem
+    base_rows, failed = _profile(ncu, metric, ctx, binary, "baseline", details)
+    base = _value(base_rows, metric)[0] if base_rows and not failed else None
+    details.update(candidate_value=value, baseline_value=base)
+    if not base:
+        raise _NotMeasured("Not measured: the baseline's call gave no value to divide by "
+                           f"({failed or 'its value was 0 or missing'}).")
+    return value / base, ""
+
+
+def _profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: str,
+             details: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    """One profiling run: (the launches profiled, why the student's program failed under
+    it or ""). Raises _NotMeasured when the machine could not measure."""
+    log = ctx.next_file("ncu", ".csv")
+    cmd = ncu_command(ncu, metric, binary, ctx.seed, log, call)
+    details["commands"].append(" ".join(cmd))
+    out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.timeout * 3, env=ctx.env,
+                      identity=ctx.identity)
+    try:
+        found = parsers.parse_ncu_log(log.read_text(errors="replace"))
+    except OSError as err:
+        raise _NotMeasured(f"Not measured: ncu wrote no log ({out.describe()}).") from err
+    # Only ncu's own lines decide: the student's program writes elsewhere.
+    refused = next((e for e in found.errors if REFUSED_RE.search(e)), "")
+    if refused:
+        raise _NotMeasured("Not measured: the profiler was refused access to the GPU's "
+                           f"counters ({refused[:200]}).")
+    unknown = next((e for e in found.errors if _UNKNOWN_METRIC_RE.search(e)), "")
+    if unknown:
+        wanted = metric.metric + (f" / {metric.per}" if metric.per else "")
+        raise _NotMeasured(f"Not measured: ncu on this GPU cannot measure {wanted} "
+                           f"({unknown[:200]}).")
+    if out.returncode == 2 and metric.target == "bench" and _rejects_args(metric, ctx):
+        raise _NotMeasured("Not measured: the bench does not accept the rubric's arguments "
+                           f"({' '.join(metric.args)}): a grader problem, not yours.")
+    if out.timed_out or out.returncode != 0:
+        said = f"; ncu: {found.errors[0][:200]}" if found.errors else ""
+        return [], (f"No metric points: the {metric.target} did not run to the end under the "
+                    f"profiler ({out.describe()}{said}).")
+    return found.rows, ""
+
+
+def _rejects_args(metric: Metric, ctx: Context) -> bool:
+    """Whether the reference bench, too, stops at the metric's arguments (status 2: the
+    bench's usage message): then the rubric and the bench disagree, not the student."""
+    reference = ctx.binary("bench_solution")
+    if reference is None:
+        return False
+    return run_bench(reference, metric.args, ctx, trusted=True)[2].returncode == 2
+
+
+def _value(rows: list[dict[str, Any]], metric: Metric) -> tuple[float | None, str]:
+    """(the value over `rows`, or None and why the call gave it nothing to measure)."""
+    total = parsers.ncu_aggregate(rows, metric.metric)
+    per = parsers.ncu_aggregate(rows, metric.per) if metric.per else 1.0
+    if total is None or per is None:
+        missing = metric.metric if total is None else metric.per
+        raise _NotMeasured(f"Not measured: ncu reported no value of {missing}.")
+    if per == 0:
+        return None, (f"No {_counted(metric.per)} was measured in the profiled call "
+                      f"({metric.per} = 0), so there is nothing to judge.")
+    return total / per, ""
+
+
+_COUNTED_OP = re.compile(r"op(?:_(?:shared|global|local))?_(ld|st|atom|red)\b")
+
+
+def _counted(metric: str) -> str:
+    """What an ncu counter counts, in words, e.g. "shared-memory load" for
+    l1tex__t_requests_pipe_lsu_mem_shared_op_ld.sum (for "nothing to measure" messages)."""
+    space = next((f"{key}-memory" for key in ("shared", "global", "local")
+                  if f"_{key}" in metric), "")
+    m = _COUNTED_OP.search(metric.replace(".", " "))
+    op = {"ld": "load", "st": "store", "atom": "atomic", "red": "reduction"}.get(
+        m.group(1) if m else "", "access")
+    return f"{space} {op}" if space else f"work counted by {metric}"
 
 
 def run_bench(binary: Path, args: list[str], ctx: Context, trusted: bool) -> tuple[

@@ -232,6 +232,19 @@ def _kernel_name(row: dict[str, Any]) -> str:
     return ""
 
 
+def _row_value(row: dict[str, Any], metric: str) -> float | None:
+    """`metric` of one launch in base units; None when the row does not hold it as a number.
+    A raw-page row has one column per metric; a details-page row holds one metric
+    ("Metric Name", "Metric Unit", "Metric Value")."""
+    if "Metric Name" in row and "Metric Value" in row:
+        if row["Metric Name"] != metric:
+            return None
+        return ncu_number(row["Metric Value"], row.get("Metric Unit", ""))
+    if metric in row:
+        return ncu_number(row[metric], row.get(UNITS_KEY, {}).get(metric, ""))
+    return None
+
+
 def ncu_metric(rows: list[dict[str, Any]], metric: str, kernel_regex: str) -> list[float]:
     """The values of `metric` for every launch whose kernel name matches `kernel_regex`
     (re.search; an empty regex matches all), in launch order, in base units.
@@ -244,14 +257,7 @@ def ncu_metric(rows: list[dict[str, Any]], metric: str, kernel_regex: str) -> li
     for row in rows:
         if not pattern.search(_kernel_name(row)):
             continue
-        if "Metric Name" in row and "Metric Value" in row:
-            if row["Metric Name"] != metric:
-                continue
-            value = ncu_number(row["Metric Value"], row.get("Metric Unit", ""))
-        elif metric in row:
-            value = ncu_number(row[metric], row.get(UNITS_KEY, {}).get(metric, ""))
-        else:
-            continue
+        value = _row_value(row, metric)
         if value is not None:
             values.append(value)
     return values
@@ -265,6 +271,53 @@ def ncu_kernels(rows: list[dict[str, Any]]) -> list[str]:
         if name and name not in seen:
             seen.append(name)
     return seen
+
+
+NCU_DURATION = "gpu__time_duration.sum"  # the weight of a launch in a non-additive metric
+
+
+@dataclass
+class NcuLog:
+    """What one profiling run wrote to its --log-file: the raw page (one row per profiled
+    launch) and ncu's own error and warning lines. The profiled program's output is not
+    in it (it goes to the program's standard output), so nothing here is the student's."""
+
+    rows: list[dict[str, Any]]
+    errors: list[str]  # "==ERROR==" lines, prefix removed
+    warnings: list[str]  # "==WARNING==" lines, prefix removed
+
+
+def parse_ncu_log(text: str) -> NcuLog:
+    """The launches and messages of `ncu --csv --page raw --log-file FILE` output. A run in
+    which no kernel was profiled (ncu warns "No kernels were profiled" and prints no table)
+    has no rows; that is a result, not an error."""
+    errors = [ln.split("==ERROR==", 1)[1].strip() for ln in text.splitlines()
+              if ln.lstrip().startswith("==ERROR==")]
+    warnings = [ln.split("==WARNING==", 1)[1].strip() for ln in text.splitlines()
+                if ln.lstrip().startswith("==WARNING==")]
+    try:
+        rows = parse_ncu_csv(text)
+    except NcuError:
+        rows = []
+    return NcuLog(rows, errors, warnings)
+
+
+def ncu_aggregate(rows: list[dict[str, Any]], metric: str) -> float | None:
+    """`metric` over every launch in `rows`, as one value for all of them together: the sum
+    for a counter (a name ending in ".sum"); for anything else (an average, a percentage, a
+    ratio) the mean over the launches weighted by their duration (gpu__time_duration.sum,
+    when every launch has one), so a short helper kernel weighs little. None when no launch
+    reported the metric as a number."""
+    pairs = [(v, _row_value(row, NCU_DURATION)) for row in rows
+             if (v := _row_value(row, metric)) is not None]
+    if not pairs:
+        return None
+    if metric.endswith(".sum"):
+        return sum(v for v, _ in pairs)
+    weights = [w for _, w in pairs]
+    if all(w is not None and w > 0 for w in weights):
+        return sum(v * w for v, w in pairs) / sum(weights)
+    return sum(v for v, _ in pairs) / len(pairs)
 
 
 # --- bench JSON --------------------------------------------------------------------------

@@ -8,7 +8,6 @@ change a grade — with a message that names the file and the problem.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ except ImportError:  # Python 3.10
 RUBRIC_FILE = "grading.toml"
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 METRIC_TARGETS = ("bench", "tests")
+METRIC_CALLS = ("candidate", "baseline")
 
 
 class RubricError(ValueError):
@@ -75,19 +75,25 @@ class Performance:
 
 @dataclass
 class Metric:
-    """A profiler (ncu) metric measured on kernels whose name matches `kernel_regex`."""
+    """A profiler (ncu) metric of the work one call did: summed (or, for an average, a
+    duration-weighted mean) over every kernel the call launched, whatever their names.
+
+    target "bench": the bench marks each call of an interleaved comparison with an NVTX
+    range, `cml:candidate` around the student's call and `cml:baseline` around the given
+    baseline's; `call` picks one (`args` pick the comparison). target "tests": every kernel
+    the matching test cases launch."""
 
     name: str
     target: str = "bench"  # "bench": run the bench with `args`; "tests": args is a Catch2 spec
     args: list[str] = field(default_factory=list)
-    kernel_regex: str = ""
     metric: str = ""
     per: str | None = None  # denominator metric, measured on the same launches
-    baseline_kernel_regex: str | None = None  # divide by the same measured on these kernels
+    call: str = "candidate"  # bench only: "candidate" (the student's call) or "baseline"
+    per_baseline: bool = False  # divide by the same value measured on the baseline's call
     expect_min: float | None = None
     expect_max: float | None = None
     points: float = 0.0
-    requires: list[str] = field(default_factory=list)
+    requires: list[str] = field(default_factory=list)  # default: [performance].requires
 
 
 @dataclass
@@ -225,14 +231,6 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _regex(check: _Checker, key: str, value: str | None) -> None:
-    if value:
-        try:
-            re.compile(value)
-        except re.error as err:
-            raise check.fail(f"{check.where}.{key} is not a valid regular expression: {err}") from err
-
-
 def _student_files(lab: LabPaths, check: _Checker) -> list[str]:
     files = check.strings("student_files")
     if not files:
@@ -343,8 +341,13 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
         raise top.fail("metrics must be an array of tables ([[metrics]])")
     for i, raw in enumerate(raw_metrics):
         c = _Checker(file, f"[[metrics]] #{i + 1}", raw)
-        c.only(("name", "target", "args", "kernel_regex", "metric", "per",
-                "baseline_kernel_regex", "expect_min", "expect_max", "points", "requires"))
+        for gone in ("kernel_regex", "baseline_kernel_regex"):
+            if isinstance(raw, dict) and gone in raw:
+                raise c.fail(f"{c.where}: '{gone}' is no longer read: a metric measures every "
+                             "kernel of the profiled call, whatever its name (use `call` and "
+                             "`per_baseline`; grader/README.md)")
+        c.only(("name", "target", "args", "metric", "per", "call", "per_baseline",
+                "expect_min", "expect_max", "points", "requires"))
         name = c.string("name")
         c.where = f"[[metrics]] '{name}'"
         if any(x.name == name for x in metrics):
@@ -356,13 +359,22 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
             args = [c.table["args"]]  # a Catch2 spec may be given as one string
         else:
             args = c.strings("args", required=False)
-        kernel_regex = c.string("kernel_regex")
-        _regex(c, "kernel_regex", kernel_regex)
         metric = c.string("metric")
         if not metric.strip():
             raise c.fail(f"{c.where}.metric must name an ncu metric")
-        baseline = c.string("baseline_kernel_regex", required=False, default=None)
-        _regex(c, "baseline_kernel_regex", baseline)
+        call = c.string("call", required=False, default="candidate")
+        if call not in METRIC_CALLS:
+            raise c.fail(f"{c.where}.call must be \"candidate\" or \"baseline\", not {call!r}")
+        per_baseline = c.table.get("per_baseline", False)
+        if not isinstance(per_baseline, bool):
+            raise c.fail(f"{c.where}.per_baseline must be true or false, not "
+                         f"{_type_name(per_baseline)}")
+        if target == "tests" and (call != "candidate" or per_baseline):
+            raise c.fail(f"{c.where}: `call` and `per_baseline` need target = \"bench\" (only "
+                         "the bench marks the student's and the baseline's calls)")
+        if call == "baseline" and per_baseline:
+            raise c.fail(f"{c.where}: per_baseline divides the candidate's value by the "
+                         "baseline's; it needs call = \"candidate\"")
         lo = c.number("expect_min", required=False, default=None)
         hi = c.number("expect_max", required=False, default=None)
         if lo is not None and hi is not None and lo > hi:
@@ -370,9 +382,15 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
         points = c.number("points", required=False, default=0.0, minimum=0)
         if points > 0 and lo is None and hi is None:
             raise c.fail(f"{c.where} earns points but has neither expect_min nor expect_max")
-        metrics.append(Metric(name, target, args, kernel_regex, metric,
-                              c.string("per", required=False, default=None), baseline,
-                              lo, hi, points, _requires(c, groups)))
+        if points > 0 and call == "baseline":
+            raise c.fail(f"{c.where} earns points for the baseline's call, which is not the "
+                         "student's work")
+        # Like speed, metric points wait for correctness: by default the groups speed needs.
+        requires = (_requires(c, groups) if "requires" in c.table
+                    else list(performance.requires) if performance else [])
+        metrics.append(Metric(name, target, args, metric,
+                              c.string("per", required=False, default=None), call,
+                              per_baseline, lo, hi, points, requires))
 
     static = StaticRules()
     if "static" in doc:

@@ -145,6 +145,44 @@ def _first_line(text: str) -> str:
     return line.rstrip(".")
 
 
+def metric_points(value: float | None, points: float, expect_min: float | None,
+                  expect_max: float | None, missing_groups: Iterable[str] = (),
+                  problem: str = "") -> PointsScore:
+    """Points for one profiler metric of the student's call (always GRADED: a metric that
+    could not be measured never reaches this).
+
+    `value` is the measured value, or None when the call gave the metric nothing to measure;
+    `problem` then says why in the student's terms (no kernel launched, no shared-memory
+    access...). Points need `points` > 0, the groups the metric requires at full marks
+    (`missing_groups` lists those that are not) and the value inside [expect_min,
+    expect_max] (either end may be open)."""
+    missing = list(missing_groups)
+    if value is None or not math.isfinite(value):
+        return PointsScore(0.0, GRADED, problem or "Nothing was measured.")
+    shown = f"Measured {value:.4g}"
+    if points <= 0:
+        return PointsScore(0.0, GRADED, f"{shown} (reported, not scored).")
+    if missing:
+        return PointsScore(0.0, GRADED, f"{shown}, but metric points need full marks first in: "
+                           + ", ".join(missing) + ".")
+    wanted = _range_text(expect_min, expect_max)
+    inside = ((expect_min is None or value >= expect_min)
+              and (expect_max is None or value <= expect_max))
+    if inside:
+        return PointsScore(_round(points), GRADED, f"{shown}: full points ({wanted} needed).")
+    return PointsScore(0.0, GRADED, f"{shown}; full points need {wanted}.")
+
+
+def _range_text(lo: float | None, hi: float | None) -> str:
+    if lo is not None and hi is not None:
+        return f"a value between {lo:g} and {hi:g}"
+    if hi is not None:
+        return f"a value of at most {hi:g}"
+    if lo is not None:
+        return f"a value of at least {lo:g}"
+    return "any value"
+
+
 def lab_totals(lab_result: LabResult) -> tuple[float, float]:
     """(points, max_points) of a lab: the sum over its parts, stored on the lab too.
 
@@ -188,6 +226,6 @@ def not_graded_reason(kind: str) -> str:
 
 
 __all__ = ["GRADED", "NOT_GRADED", "NOT_MEASURED", "REVIEW", "SpeedScore", "PointsScore",
-           "group_points", "speed_points", "sanitizer_points", "lab_totals", "grade_totals",
-           "leave_out_unmeasured",
+           "group_points", "speed_points", "sanitizer_points", "metric_points", "lab_totals",
+           "grade_totals", "leave_out_unmeasured",
            "not_graded_reason"]

@@ -47,9 +47,8 @@ requires = ["Kernel"]
 
 [[metrics]]
 name = "requests per naive request"
-kernel_regex = "tiled_kernel"
 metric = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
-baseline_kernel_regex = "naive_kernel"
+per_baseline = true
 expect_max = 0.1
 points = 5
 
@@ -174,8 +173,8 @@ class LoadRubricTest(unittest.TestCase):
                            "'Kernal'", "not a [[correctness]] group")
         self.assertRejects(with_line(GOOD, 'tools = ["memcheck", "racecheck"]',
                                      'tools = ["memcheck", "leakcheck"]'), "leakcheck")
-        self.assertRejects(with_line(GOOD, 'kernel_regex = "tiled_kernel"',
-                                     'kernel_regex = "tiled_(kernel"'), "regular expression")
+        self.assertRejects(with_line(GOOD, "per_baseline = true", 'kernel_regex = "tiled"'),
+                           "'kernel_regex' is no longer read")
         self.assertRejects(with_line(GOOD, "expect_max = 0.1", "expect_min = 1\nexpect_max = 0.1"),
                            "expect_min")
         self.assertRejects(with_line(GOOD, 'name = "Kernel"', 'name = "Model"'), "two")
@@ -202,7 +201,7 @@ class LoadRubricTest(unittest.TestCase):
                 '[lab]\ntitle = "T"\ntest_timeout_s = 30\n'
                 '[[correctness]]\nname = "A"\ntests = "[a]"\npoints = 50\n'
                 '[[metrics]]\nname = "m"\ntarget = "tests"\nargs = "[lab04][tiled]"\n'
-                'kernel_regex = "k"\nmetric = "x.sum"\n')
+                'metric = "x.sum"\n')
         r = parse_rubric(LAB, text)
         self.assertIsNone(r.memory_safety)
         self.assertIsNone(r.performance)

@@ -1,0 +1,410 @@
+"""Profiler metrics: the ncu command, what a profiled call's kernels add up to, and the points,
+on ncu logs in fixtures/metrics/ (no GPU, no ncu: the profiling run is simulated)."""
+
+import re
+import tempfile
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from grader import measure, parsers, sandbox, scoring
+from grader.paths import ROOT, LabPaths
+from grader.result import GRADED, NOT_MEASURED
+from grader.rubric import RubricError, load_rubric, parse_rubric
+from grader.tests.lab_fixtures import FIXTURES_ROOT, LabFixtures
+
+DATA = FIXTURES_ROOT / "metrics"
+LAB06 = LabPaths("06_bank_conflicts", "06", "bank_conflicts", ROOT)
+LAB06_VARIANTS = LabFixtures("06_bank_conflicts", "bank_conflicts")
+LAB06_VARIANTS.dir = DATA  # the padded transposes written other ways
+
+
+def lab06_metric(start: str):
+    return next(m for m in load_rubric(LAB06).metrics if m.name.startswith(start))
+
+
+LOADS = "Shared-memory wavefronts per load request, padded"
+STORES = "Shared-memory wavefronts per store request, padded"
+GROUPS = {g.name for g in load_rubric(LAB06).correctness}  # every group at full marks
+
+
+def included(cmd: list[str]) -> str:
+    """The NVTX ranges a profiling command includes, e.g. "cml:candidate/"."""
+    return " ".join(cmd[i + 1] for i, a in enumerate(cmd) if a == "--nvtx-include")
+
+
+class FakeNcu:
+    """Stands in for sandbox.run: writes the log the profiling run would have written
+    (`logs`: the included ranges ("cml:candidate/", "cml:baseline/", both for the probe, ""
+    for the tests) -> log text; none: no log) and returns the outcome. A run of the bench
+    itself (the reference's, without ncu) exits with `bench_returncode`."""
+
+    def __init__(self, logs: dict, returncode: int = 0, output: str = "",
+                 bench_returncode: int = 0):
+        self.logs, self.returncode, self.output = logs, returncode, output
+        self.bench_returncode = bench_returncode
+        self.commands: list[list[str]] = []
+
+    def __call__(self, cmd, **_kw):
+        self.commands.append(cmd)
+        if "--log-file" not in cmd:
+            return sandbox.Outcome(cmd, self.bench_returncode, False, 0.5, "")
+        text = self.logs.get(included(cmd))
+        if text is not None:
+            Path(cmd[cmd.index("--log-file") + 1]).write_text(text)
+        return sandbox.Outcome(cmd, self.returncode, False, 0.5, self.output)
+
+
+def log(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+class MetricRun(unittest.TestCase):
+    def measure(self, metric, fake: FakeNcu, groups=GROUPS, ncu="/opt/ncu/ncu"):
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(measure, "find_tool", return_value=ncu), \
+                mock.patch.object(measure.sandbox, "run", fake):
+            ctx = measure.Context(run_dir=Path(tmp), env={}, identity=None, seed=7, timeout=60,
+                                  binary=lambda kind: Path(f"/grade/bin/lab_{kind}"),
+                                  counter=[0])
+            return measure.metric_part(metric, ctx, set(groups))
+
+
+class NcuCommandTest(unittest.TestCase):
+    def test_the_candidate_call_is_profiled_by_its_nvtx_range(self):
+        m = lab06_metric(LOADS)
+        cmd = measure.ncu_command("ncu", m, Path("/b/bench"), 7, Path("/r/ncu-1.csv"))
+        self.assertEqual(cmd, [
+            "ncu", "--nvtx", "--nvtx-include", "cml:candidate/", "--nvtx-exclude",
+            "cml:baseline/", "--metrics", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,"
+            "l1tex__t_requests_pipe_lsu_mem_shared_op_ld.sum", "--csv", "--page", "raw",
+            "--print-units", "base", "--log-file", "/r/ncu-1.csv", "/b/bench", "--n", "1024",
+            "--quick", "--probe-iterations", "16", "--only", "padded", "--seed", "7"])
+        self.assertNotIn("-k", cmd)  # no kernel names anywhere
+
+    def test_the_baseline_call_swaps_the_ranges(self):
+        cmd = measure.ncu_command("ncu", lab06_metric(LOADS), Path("/b"), 7, Path("/l"),
+                                  "baseline")
+        self.assertEqual(cmd[1], "--nvtx")
+        self.assertEqual(set(zip(cmd[2:6:2], cmd[3:6:2])),
+                         {("--nvtx-include", "cml:baseline/"),
+                          ("--nvtx-exclude", "cml:candidate/")})
+
+    def test_tests_target_profiles_every_kernel_and_averages_get_durations(self):
+        m = load_rubric(LabPaths("01_warp_sizing", "01", "warp_sizing", ROOT)).metrics[0]
+        cmd = measure.ncu_command("ncu", m, Path("/b/tests"), 7, Path("/l"))
+        self.assertNotIn("--nvtx", cmd)
+        self.assertEqual(cmd[cmd.index("--metrics") + 1],
+                         "smsp__thread_inst_executed_per_inst_executed.ratio,"
+                         "gpu__time_duration.sum")
+        self.assertEqual(cmd[-3:], ["[lab01][measure]", "--rng-seed", "7"])
+
+
+class MetricPartTest(MetricRun):
+    def test_every_kernel_of_the_call_counts_whatever_its_name(self):
+        fake = FakeNcu({"cml:candidate/": log("ncu_two_kernels.csv")})
+        m = lab06_metric(LOADS)
+        part = self.measure(m, fake)
+        rows = parsers.parse_ncu_log(log("ncu_two_kernels.csv")).rows
+        wavefronts = sum(parsers.ncu_metric(rows, m.metric, ""))
+        requests = sum(parsers.ncu_metric(rows, m.per, ""))
+        self.assertEqual(len({r["Kernel Name"] for r in rows}), 2)
+        self.assertEqual(part.details["kernels"], 8)  # 2 kernels x 4 calls
+        self.assertAlmostEqual(part.details["value"], wavefronts / requests)
+        self.assertAlmostEqual(part.details["value"], 1.0101, places=4)
+        self.assertEqual((part.status, part.points, part.max_points), (GRADED, 4.0, 4.0))
+        self.assertEqual(part.reason, "")
+        self.assertEqual(len(fake.commands), 1)
+
+    def test_a_call_that_launched_no_kernel_scores_zero(self):
+        fake = FakeNcu({"cml:candidate/": log("ncu_no_kernels.log"),
+                        "cml:candidate/ cml:baseline/": log("ncu_baseline_naive.csv")})
+        part = self.measure(lab06_metric(LOADS), fake)
+        self.assertEqual((part.status, part.points, part.max_points), (GRADED, 0.0, 4.0))
+        self.assertIn("Your code launched no kernel in the timed call", part.reason)
+        self.assertIsNone(part.details["value"])
+        # Both ranges, nothing excluded, were looked at only to tell this from a bench that
+        # marks no call (a range left open by the student's code cannot hide the baseline).
+        self.assertEqual([included(c) for c in fake.commands],
+                         ["cml:candidate/", "cml:candidate/ cml:baseline/"])
+        self.assertNotIn("--nvtx-exclude", fake.commands[1])
+
+    def test_a_bench_that_marks_no_call_is_not_the_students_loss(self):
+        fake = FakeNcu({"cml:candidate/": log("ncu_no_kernels.log"),
+                        "cml:candidate/ cml:baseline/": log("ncu_no_kernels.log")})
+        part = self.measure(lab06_metric(LOADS), fake)
+        self.assertEqual(part.status, NOT_MEASURED)
+        self.assertIn("grader problem", part.reason)
+
+    def test_arguments_the_bench_does_not_know_are_not_the_students_loss(self):
+        usage = "unknown option: only\nusage: lab06 bench [--n N (default 8192)]\n"
+        fake = FakeNcu({"cml:candidate/": log("ncu_no_kernels.log")}, returncode=2,
+                       output=usage, bench_returncode=2)
+        part = self.measure(lab06_metric(LOADS), fake)
+        self.assertEqual(part.status, NOT_MEASURED)
+        self.assertIn("does not accept the rubric's arguments", part.reason)
+        self.assertEqual(fake.commands[1][0], "/grade/bin/lab_bench_solution")
+        # The reference accepts them: the student's program stopped by itself.
+        fake = FakeNcu({"cml:candidate/": log("ncu_no_kernels.log")}, returncode=2,
+                       output=usage, bench_returncode=0)
+        part = self.measure(lab06_metric(LOADS), fake)
+        self.assertEqual((part.status, part.points), (GRADED, 0.0))
+        self.assertIn("exit status 2", part.reason)
+
+    def test_refused_counters_are_not_measured(self):
+        fake = FakeNcu({"cml:candidate/": log("ncu_refused.log")}, returncode=1)
+        part = self.measure(lab06_metric(LOADS), fake)
+        self.assertEqual((part.status, part.points, part.max_points), (NOT_MEASURED, 0.0, 4.0))
+        self.assertIn("ERR_NVGPUCTRPERM", part.reason)
+
+    def test_no_ncu_is_not_measured(self):
+        part = self.measure(lab06_metric(LOADS), FakeNcu({}), ncu=None)
+        self.assertEqual(part.status, NOT_MEASURED)
+        self.assertIn("not installed", part.reason)
+
+    def test_the_students_output_cannot_fake_a_refusal(self):
+        fake = FakeNcu({"cml:candidate/": log("ncu_unpadded.csv")},
+                       output="==ERROR== ERR_NVGPUCTRPERM - permission denied\n")
+        part = self.measure(lab06_metric(LOADS), fake)
+        self.assertEqual((part.status, part.points), (GRADED, 0.0))
+        self.assertIn("Measured 32", part.reason)
+
+    def test_points_wait_for_the_required_groups(self):
+        part = self.measure(lab06_metric(LOADS),
+                            FakeNcu({"cml:candidate/": log("ncu_textbook_padded.csv")}),
+                            groups=GROUPS - {"Padded tile transpose"})
+        self.assertEqual((part.status, part.points, part.max_points), (GRADED, 0.0, 4.0))
+        self.assertIn("Measured 1.01", part.reason)
+        self.assertIn("need full marks first in: Padded tile transpose", part.reason)
+
+    def test_nothing_for_the_metric_to_judge_scores_zero(self):
+        fake = FakeNcu({"cml:candidate/": log("ncu_no_shared.csv")})
+        part = self.measure(lab06_metric(LOADS), fake)
+        self.assertEqual((part.status, part.points), (GRADED, 0.0))
+        self.assertIn("No shared-memory load was measured", part.reason)
+
+    def test_a_program_that_fails_under_the_profiler_scores_zero(self):
+        partial = log("ncu_textbook_padded.csv").replace(
+            "==PROF== Disconnected", "==ERROR== The application returned an error code (1).\n"
+            "==PROF== Disconnected")
+        part = self.measure(lab06_metric(LOADS), FakeNcu({"cml:candidate/": partial},
+                                                         returncode=1))
+        self.assertEqual((part.status, part.points), (GRADED, 0.0))
+        self.assertIn("did not run to the end under the profiler (exit status 1", part.reason)
+
+    def test_a_metric_this_gpu_does_not_know_is_not_measured(self):
+        text = "==ERROR== Failed to find metric l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld\n"
+        part = self.measure(lab06_metric(LOADS), FakeNcu({"cml:candidate/": text}, returncode=1))
+        self.assertEqual(part.status, NOT_MEASURED)
+        self.assertIn("cannot measure", part.reason)
+
+    def test_ratio_to_the_baseline_takes_a_run_per_call(self):
+        lab04 = load_rubric(LabPaths("04_tiled_matmul", "04", "tiled_matmul", ROOT))
+        metric = lab04.metrics[0]
+        self.assertTrue(metric.per_baseline)
+
+        def requests(kernel: str, value: str) -> str:
+            return ('"ID","Kernel Name","l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"\n'
+                    '"","",""\n' + "".join(f'"{i}","{kernel}","{value}"\n' for i in range(4)))
+        fake = FakeNcu({"cml:candidate/": requests("void tiled_kernel<32>(...)", "65,536"),
+                        "cml:baseline/": requests("naive_kernel(...)", "2,097,152")})
+        part = self.measure(metric, fake, groups={g.name for g in lab04.correctness})
+        self.assertAlmostEqual(part.details["value"], 1 / 32)
+        self.assertEqual(part.details["baseline_value"], 4 * 2097152)
+        self.assertEqual(len(fake.commands), 2)
+        self.assertIn("Measured 0.03125 (reported, not scored).", part.reason)
+
+    def test_an_average_is_weighted_by_each_kernels_time(self):
+        lab07 = load_rubric(LabPaths("07_occupancy", "07", "occupancy", ROOT))
+        metric = lab07.metrics[0]
+        text = ('"ID","Kernel Name","gpu__time_duration.sum",'
+                '"sm__warps_active.avg.pct_of_peak_sustained_active"\n"","","nsecond","%"\n'
+                '"0","chase_tuned_kernel","1,000,000","80"\n"1","setup(int)","10,000","20"\n')
+        part = self.measure(metric, FakeNcu({"cml:candidate/": text}),
+                            groups={g.name for g in lab07.correctness})
+        self.assertAlmostEqual(part.details["value"], (80e6 + 20e4) / 1.01e6)
+        self.assertEqual(part.points, 5.0)
+
+
+class Lab06ThresholdsTest(MetricRun):
+    """The padded transpose written three fair ways keeps the points; the unpadded tile and
+    a transpose without shared memory do not (values as measured on the grading H100)."""
+
+    def scored(self):
+        return [m for m in load_rubric(LAB06).metrics if m.points > 0]
+
+    def test_fair_variants_pass_and_wrong_ones_fail(self):
+        recipes = LAB06_VARIANTS.recipes()
+        checked = 0
+        for name, recipe in recipes.items():
+            if not (DATA / f"ncu_{name}.csv").is_file():
+                continue
+            for metric in self.scored():
+                with self.subTest(variant=name, metric=metric.name):
+                    fake = FakeNcu({"cml:candidate/": log(f"ncu_{name}.csv")})
+                    part = self.measure(metric, fake)
+                    if any(metric.name.startswith(s) for s in recipe["must_pass"]):
+                        self.assertEqual(part.points, metric.points, part.reason)
+                        checked += 1
+                    if any(metric.name.startswith(s) for s in recipe["must_fail"]):
+                        self.assertEqual(part.points, 0.0, part.reason)
+                        checked += 1
+        self.assertGreaterEqual(checked, 10)
+
+    def test_the_seen_counts_in_wavefronts_per_request(self):
+        value = {}
+        for name in ("textbook_padded", "xor_swizzle", "unpadded"):
+            value[name] = self.measure(lab06_metric(LOADS), FakeNcu(
+                {"cml:candidate/": log(f"ncu_{name}.csv")})).details["value"]
+        # 331.5 and 2.25 excess wavefronts per launch of 32,768 requests; 31 per request.
+        self.assertAlmostEqual(value["textbook_padded"], 1 + 331.5 / 32768)
+        self.assertAlmostEqual(value["xor_swizzle"], 1 + 2.25 / 32768)
+        self.assertEqual(value["unpadded"], 32.0)
+
+    def test_scored_metrics_are_ratios_with_room_for_noise(self):
+        for metric in self.scored():
+            with self.subTest(metric=metric.name):
+                self.assertIsNotNone(metric.per)
+                self.assertEqual(metric.requires, ["Padded tile transpose"])
+                self.assertIn("--only", metric.args)  # the padded comparison alone
+                if metric.expect_max is not None:
+                    self.assertGreaterEqual(metric.expect_max, 1.05)
+
+    def test_the_variants_are_made_from_the_solution(self):
+        solution = LAB06_VARIANTS.solution.read_text()
+        for name in LAB06_VARIANTS.recipes():
+            with self.subTest(variant=name):
+                text = LAB06_VARIANTS.student_text(name)
+                self.assertEqual(text == solution, name == "reference")
+        self.assertIn("tile[r][threadIdx.x ^ r]", LAB06_VARIANTS.student_text("xor_swizzle"))
+        self.assertIn("TILE_DIM + 1", LAB06_VARIANTS.student_text("textbook_padded"))
+
+
+class MetricRubricTest(unittest.TestCase):
+    BASE = """\
+student_files = ["labs/04_tiled_matmul/tiled_matmul.cu"]
+[lab]
+title = "T"
+[[correctness]]
+name = "Kernel"
+tests = "[lab04][tiled]"
+points = 50
+[[correctness]]
+name = "Model"
+tests = "[lab04][model]"
+points = 40
+[performance]
+points = 5
+comparison = "tiled"
+requires = ["Kernel"]
+[[metrics]]
+name = "m"
+metric = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+expect_max = 1
+points = 5
+"""
+    LAB = LabPaths("04_tiled_matmul", "04", "tiled_matmul", ROOT)
+
+    def parse(self, extra: str = ""):
+        return parse_rubric(self.LAB, self.BASE + extra)
+
+    def rejects(self, extra: str, fragment: str):
+        with self.assertRaises(RubricError) as ctx:
+            self.parse(extra)
+        self.assertIn(fragment, str(ctx.exception))
+
+    def test_requires_defaults_to_what_speed_requires(self):
+        m = self.parse().metrics[0]
+        self.assertEqual((m.call, m.per_baseline, m.requires), ("candidate", False, ["Kernel"]))
+        self.assertEqual(self.parse('requires = ["Model"]\n').metrics[0].requires, ["Model"])
+        self.assertEqual(self.parse("requires = []\n").metrics[0].requires, [])
+
+    def test_calls_and_ratios_are_checked(self):
+        self.rejects('kernel_regex = "tiled_kernel"\n', "'kernel_regex' is no longer read")
+        self.rejects('call = "student"\n', "call must be")
+        self.rejects('call = "baseline"\n', "not the student's work")
+        self.rejects("per_baseline = 1\n", "per_baseline must be true or false")
+        self.rejects('target = "tests"\nper_baseline = true\n', "need target = \"bench\"")
+        self.assertTrue(self.parse("per_baseline = true\n").metrics[0].per_baseline)
+
+    def test_no_lab_scores_a_raw_counter_against_exactly_zero(self):
+        for lab in ("01_warp_sizing", "02_coalescing", "03_shared_memory", "04_tiled_matmul",
+                    "05_boundary_checks", "06_bank_conflicts", "07_occupancy"):
+            rubric = load_rubric(LabPaths(lab, lab[:2], lab[3:], ROOT))
+            for m in rubric.metrics:
+                with self.subTest(lab=lab, metric=m.name):
+                    if m.points > 0:
+                        self.assertEqual(m.call, "candidate")
+                        self.assertTrue(m.requires, "metric points before correctness")
+                        self.assertFalse(m.expect_max == 0 and not m.per, "exactly 0 of a counter")
+
+
+class BenchArgumentsTest(unittest.TestCase):
+    """Every option a metric passes to a bench is one the bench reads (its
+    parse_bench_args list, or a common one): a bench that stops at its arguments measures
+    nothing (the grader reports that as its own problem, "not measured")."""
+
+    COMMON = {"json", "seed", "max-seconds", "min-samples", "max-samples", "rse", "quick"}
+    # Options a rubric already uses before its bench reads them: lab 06 runs one comparison
+    # at a time (--only, like lab 05's) so the candidate range holds that call alone.
+    PENDING = {("06_bank_conflicts", "only")}
+
+    def test_metric_arguments_are_bench_options(self):
+        pending_seen = set()
+        for lab in ("01_warp_sizing", "02_coalescing", "03_shared_memory", "04_tiled_matmul",
+                    "05_boundary_checks", "06_bank_conflicts", "07_occupancy"):
+            paths = LabPaths(lab, lab[:2], lab[3:], ROOT)
+            source = "".join(f.read_text() for f in sorted((paths.lab_dir / "bench").iterdir()))
+            listed = re.search(r"parse_bench_args\(\s*argc,\s*argv,\s*\{([^}]*)\}", source)
+            known = self.COMMON | set(re.findall(r'"([^"]+)"', listed.group(1) if listed else ""))
+            for m in load_rubric(paths).metrics:
+                if m.target != "bench":
+                    continue
+                for name in (a[2:] for a in m.args if a.startswith("--")):
+                    with self.subTest(lab=lab, metric=m.name, option=name):
+                        if (lab, name) in self.PENDING:
+                            pending_seen.add((lab, name))
+                            self.assertNotIn(name, known, "the bench reads it now: drop it "
+                                             "from PENDING")
+                        else:
+                            self.assertIn(name, known)
+        self.assertEqual(pending_seen, self.PENDING)
+
+
+class MetricPointsTest(unittest.TestCase):
+    def test_inside_outside_and_open_ends(self):
+        self.assertEqual(scoring.metric_points(1.01, 4, None, 1.1).points, 4.0)
+        low = scoring.metric_points(32.0, 4, None, 1.1)
+        self.assertEqual((low.points, low.status), (0.0, GRADED))
+        self.assertEqual(low.reason, "Measured 32; full points need a value of at most 1.1.")
+        self.assertIn("between 3.5 and 4.5", scoring.metric_points(16, 10, 3.5, 4.5).reason)
+        self.assertEqual(scoring.metric_points(1.0, 3, 0.99, None).points, 3.0)
+
+    def test_nothing_measured_requires_and_reported_only(self):
+        none = scoring.metric_points(None, 4, None, 1.1, [], "Your code launched no kernel.")
+        self.assertEqual((none.points, none.reason), (0.0, "Your code launched no kernel."))
+        gated = scoring.metric_points(1.0, 4, None, 1.1, ["Padded tile transpose"])
+        self.assertEqual(gated.points, 0.0)
+        self.assertIn("Padded tile transpose", gated.reason)
+        self.assertEqual(scoring.metric_points(32.0, 0, None, None).reason,
+                         "Measured 32 (reported, not scored).")
+
+
+class NcuLogTest(unittest.TestCase):
+    def test_no_kernels_is_an_empty_result_and_errors_are_ncus_own(self):
+        empty = parsers.parse_ncu_log(log("ncu_no_kernels.log"))
+        self.assertEqual((empty.rows, empty.errors), ([], []))
+        self.assertEqual(empty.warnings, ["No kernels were profiled."])
+        refused = parsers.parse_ncu_log(log("ncu_refused.log"))
+        self.assertTrue(refused.errors[0].startswith("ERR_NVGPUCTRPERM"))
+
+    def test_aggregates(self):
+        rows = parsers.parse_ncu_log(log("ncu_unpadded.csv")).rows
+        requests = "l1tex__t_requests_pipe_lsu_mem_shared_op_ld.sum"
+        self.assertEqual(parsers.ncu_aggregate(rows, requests), 4 * 32768)
+        self.assertIsNone(parsers.ncu_aggregate(rows, "dram__bytes_read.sum"))
+        self.assertIsNone(parsers.ncu_aggregate([], requests))
+
+
+if __name__ == "__main__":
+    unittest.main()
