@@ -12,7 +12,7 @@ written:
 
 - each released lab's committed skeleton must be the one its reference generates;
 - a lab whose given code holds an earlier lab's answer says so (`contains_answers_of`, in
-  its grading.toml's [release] table, or PENDING_DECLARATIONS) and goes out only with that
+  its grading.toml's [release] table) and goes out only with that
   lab, or after it (`earlier`);
 - every released file is searched, wherever it is (handouts, common, grader, other labs, the
   skeletons), for each lab's answer lines (the lines of its reference's marked regions that
@@ -58,12 +58,6 @@ COMMON_FILES = 3  # a line the course repeats in this many public files is an id
 OWN_LAB_SHARED = 1  # lines of its own answer a file in the lab's folder may share with it
 RUBRIC = "grading.toml"
 DECLARATION = "contains_answers_of"  # grading.toml: [release] or top level
-# Declarations the rubric loader does not accept in grading.toml yet (it rejects unknown
-# keys); merged with what grading.toml says. Move each into its lab's grading.toml as
-# `[release] contains_answers_of = [...]` once grader/rubric.py accepts a [release] table.
-PENDING_DECLARATIONS: dict[str, tuple[str, ...]] = {
-    "05_boundary_checks": ("04_tiled_matmul",),  # baseline.cu: lab 04's tiled kernel
-}
 
 # `int x;`, `Shape s = other;`, `d.size = prop.size;`: a declaration or a copy of one name or
 # literal computes nothing.
@@ -220,9 +214,9 @@ def choose(keys: list[str] | str | None, folders: list[str]) -> list[str]:
 
 def declared_answers(tree: Tree, folder: str) -> list[str]:
     """The labs whose answers lab `folder`'s given code holds: its grading.toml's
-    `contains_answers_of` ([release] table or top level), and PENDING_DECLARATIONS."""
+    `contains_answers_of` ([release] table or top level)."""
     rel = f"labs/{folder}/{RUBRIC}"
-    declared = list(PENDING_DECLARATIONS.get(folder, ()))
+    declared: list[str] = []
     text = tree.text(rel)
     if text is None:
         return declared

@@ -274,7 +274,11 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
 
     top = _Checker(file, "the top level", doc)
     top.only(("student_files", "lab", "correctness", "memory_safety", "performance",
-              "metrics", "static"))
+              "metrics", "static", "release"))
+    if "release" in doc:  # read by grader/release.py: labs whose answers this lab's given code holds
+        rel = _Checker(file, "[release]", doc["release"])
+        rel.only(("contains_answers_of",))
+        rel.strings("contains_answers_of", required=False)
     student_files = _student_files(lab, top)
 
     if "lab" not in doc:
