@@ -11,7 +11,11 @@ from grader import measure, parsers, sandbox, scoring
 from grader.paths import ROOT, LabPaths
 from grader.result import GRADED, NOT_MEASURED
 from grader.rubric import RubricError, load_rubric, parse_rubric
-from grader.tests.lab_fixtures import FIXTURES_ROOT, LabFixtures
+if not (Path(__file__).parent / "lab_fixtures.py").is_file():
+    # A student's copy (grader release) has no fixtures made from the solutions.
+    raise unittest.SkipTest("the lab fixtures are not in this copy of the grader")
+
+from grader.tests.lab_fixtures import FIXTURES_ROOT, LabFixtures  # noqa: E402
 
 DATA = FIXTURES_ROOT / "metrics"
 LAB06 = LabPaths("06_bank_conflicts", "06", "bank_conflicts", ROOT)

@@ -206,6 +206,7 @@ def _compile(cmd: list[str]) -> None:
 
 
 @unittest.skipUnless(HAVE_TOOLS, "needs nvcc, readelf and c++filt")
+@unittest.skipUnless(FIXTURES.is_dir(), "the fixtures are not in this copy (a student release)")
 class CompiledTest(unittest.TestCase):
     """Real objects: fixtures in a copy of the repository's layout (so `../../solutions/...`
     resolves as from a student's file), references and skeletons where they are."""
