@@ -503,7 +503,8 @@ def check_result(case: Case, result: dict, files: list[Path], *, gpu: bool,
         ran = [t for t in lab.get("tests", []) if t.get("status") not in ("not_run", None)]
         if ok and ran:
             ok = False
-        detail = f"refused: {refusal or 'no'}" + (f", {len(ran)} tests ran" if ran else "")
+        detail = (f"refused ({refusal})" if refusal else "not refused") + \
+            (f", {len(ran)} tests ran" if ran else "")
         if ok and e.get("names"):
             texts = []
             for kind in ("static", "build"):
@@ -584,6 +585,9 @@ def check_result(case: Case, result: dict, files: list[Path], *, gpu: bool,
         limit = float(e["max_lab_seconds"])
         checks.append(Check("max_lab_seconds", PASS if wall <= limit else FAIL,
                             f"{wall:.0f} s of {limit:g}"))
+    exported = _exports_agree(result, files)
+    if exported is not None:
+        checks.append(exported)
     if e.get("no_survivors"):
         if survivors is None:
             checks.append(Check("no_survivors", NA, "checked by the GPU runner"))
@@ -591,6 +595,29 @@ def check_result(case: Case, result: dict, files: list[Path], *, gpu: bool,
             checks.append(Check("no_survivors", FAIL if survivors else PASS,
                                 "; ".join(survivors)[:200] if survivors else "none left"))
     return checks
+
+
+def _exports_agree(result: dict, files: list[Path]) -> Check | None:
+    """The exports give the grade result.json gives: Gradescope's score is the points,
+    PrairieLearn's the fraction of the maximum. None when neither was written."""
+    points, most = float(result.get("points") or 0), float(result.get("max_points") or 0)
+    seen, problems = [], []
+    for path in files:
+        if path.name != "results.json" or path.parent.name not in ("gradescope", "prairielearn"):
+            continue
+        try:
+            score = float(json.loads(path.read_text()).get("score"))
+        except (OSError, ValueError, TypeError):
+            problems.append(f"{path.parent.name}: no readable score")
+            continue
+        want = points if path.parent.name == "gradescope" else (points / most if most else 0.0)
+        seen.append(path.parent.name)
+        if abs(score - want) > 1e-3 * max(1.0, abs(want)):
+            problems.append(f"{path.parent.name} score {score:g}, result.json {want:g}")
+    if not seen and not problems:
+        return None
+    return Check("exports", FAIL if problems else PASS,
+                 "; ".join(problems) if problems else f"{', '.join(seen)} agree")
 
 
 def verdict(checks: list[Check]) -> str:
