@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import parsers, sandbox, scoring
-from .result import GRADED, NOT_MEASURED, PartResult
+from .result import GRADED, NOT_MEASURED, REVIEW, PartResult
 from .rubric import Metric, Rubric
 from .tools import find_tool
 
@@ -315,6 +315,11 @@ def performance(rubric: Rubric, ctx: Context, full_groups: set[str]) -> tuple[Pa
     timing["reference"] = _summary(ref_comp, reference)
     timing["device"] = reference.get("device")
     timing["clocks"] = reference.get("clocks")
+    ref_problem = _timed_output_problem(ref_comp, "the reference's") or _review_problem(ref_comp)
+    if ref_problem:
+        part.reason = ("Not measured: the reference's own timing could not be trusted on this "
+                       f"machine ({ref_problem}).")
+        return part, timing
     if student is None:
         part.status, part.reason = GRADED, (
             f"No speed points: your bench did not finish ({why_student}).")
@@ -330,14 +335,27 @@ def performance(rubric: Rubric, ctx: Context, full_groups: set[str]) -> tuple[Pa
     timing["student_speedup"], timing["reference_speedup"] = s_speed, r_speed
     if s_speed and r_speed:
         timing["time_ratio"] = r_speed / s_speed
-    problem = parsers.verification_problem(comp)
+    problem = _timed_output_problem(comp)
+    no_kernel = _launch_problem(comp)
     missing = [g for g in perf.requires if g not in full_groups]
-    if problem or missing:
+    if problem or no_kernel or missing:
         part.status = GRADED
-        part.reason = ("No speed points: correctness comes first: "
-                       + (f"the output of your timed kernel was wrong ({problem})" if problem
-                          else "these groups need full marks: " + ", ".join(missing)) + ".")
-        part.details = {"student_speedup": s_speed, "reference_speedup": r_speed}
+        part.reason = ("No speed points: "
+                       + (f"correctness comes first: {problem}" if problem else
+                          no_kernel if no_kernel else
+                          "correctness comes first: these groups need full marks: "
+                          + ", ".join(missing)) + ".")
+        part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
+                        "launches": (comp.get("candidate") or {}).get("launches")}
+        return part, timing
+    review = _review_problem(comp)
+    if review:
+        part.status = REVIEW
+        part.reason = ("Flagged for review: the bench's host-time cross-check says your timing "
+                       f"cannot be trusted ({review}); no speed points until a person has "
+                       "looked at it.")
+        part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
+                        "review": comp.get("review")}
         return part, timing
     score = scoring.speed_points(s_speed or 0.0, r_speed or 0.0, perf.points,
                                  perf.full_credit_ratio, perf.review_ratio)
@@ -365,6 +383,70 @@ def _summary(comp: dict, doc: dict) -> dict[str, Any]:
         "speedup": comp.get("speedup"),
         "converged": comp.get("converged"),
         "verification": (comp.get("candidate") or {}).get("verification"),
+        "baseline_verification": (comp.get("baseline") or {}).get("verification"),
+        "launches": (comp.get("candidate") or {}).get("launches"),
+        "baseline_launches": (comp.get("baseline") or {}).get("launches"),
+        "determinism": comp.get("determinism"),
+        "review": comp.get("review"),
+        "host_margin_ms": {side: (comp.get(side) or {}).get("host_margin_ms")
+                           for side in ("baseline", "candidate")},
         "cases": doc.get("cases") or [],
         "metrics": doc.get("metrics") or {},
     }
+
+
+# What the bench's harness (schema cml-bench/2, common/include/cml/timing.hpp) says about the
+# scored comparison's timed runs, as the sentence a reason quotes; None when all is well.
+
+def _timed_output_problem(comp: dict, whose: str = "your") -> str | None:
+    """The candidate's output wrong in some run (which pair and sample, where, got and
+    expected), the baseline's wrong in the same process, or a required determinism check
+    failed."""
+    cand = (comp.get("candidate") or {}).get("verification") or {}
+    if not cand.get("checked"):
+        return f"the output of {whose} timed kernel was not checked"
+    if not cand.get("passed"):
+        return f"the output of {whose} timed kernel was wrong: {_failure_text(cand)}"
+    base = (comp.get("baseline") or {}).get("verification") or {}
+    if base.get("checked") and not base.get("passed"):
+        return (f"the baseline's output was wrong in the same run as {whose} code (does it "
+                f"write outside its own output?): {_failure_text(base)}")
+    det = comp.get("determinism") or {}
+    if det.get("checked") and det.get("required") and det.get("identical") is False:
+        return (f"{whose} kernel is not deterministic: "
+                + (det.get("message") or "a second run on the same inputs gave other bits"))
+    return None
+
+
+def _failure_text(v: dict) -> str:
+    if v.get("message"):
+        return str(v["message"])
+    f = v.get("first_failure")
+    if not isinstance(f, dict):
+        return "no run matched the expected result"
+    return (f"{f.get('phase', 'timed')} pair {f.get('pair')} (sample {f.get('sample')}): "
+            f"{f.get('mismatches')} of {f.get('elements')} elements wrong, the first "
+            f"{f.get('where')} = {f.get('got')}, expected {f.get('expected')}")
+
+
+def _launch_problem(comp: dict) -> str | None:
+    """A candidate call that launched no kernel (only where the bench counted launches)."""
+    launches = (comp.get("candidate") or {}).get("launches")
+    if not isinstance(launches, dict) or not launches.get("counted"):
+        return None
+    low, high = launches.get("min"), launches.get("max")
+    if high == 0:
+        return "your code launched no kernel (0 kernel launches in every timed call)"
+    if low == 0:
+        return (f"your code launched no kernel in some timed calls (0 to {high} launches per "
+                "call): the output cannot have come from the timed work")
+    return None
+
+
+def _review_problem(comp: dict) -> str | None:
+    """The harness's review flag (work escaped the timing events), with its reasons."""
+    review = comp.get("review")
+    if not isinstance(review, dict) or not review.get("flagged"):
+        return None
+    reasons = [str(r) for r in review.get("reasons") or [] if r]
+    return "; ".join(reasons) or "the host-time cross-check flagged the timing"

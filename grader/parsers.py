@@ -1,5 +1,5 @@
 """Readers for what the grader's tools print: compute-sanitizer reports, Nsight Compute
-(ncu) CSV and the bench JSON documents (schema "cml-bench/1", common/src/bench.cpp).
+(ncu) CSV and the bench JSON documents (schema "cml-bench/2", common/src/bench.cpp).
 
 All of them take text the student's program may have mixed its own output into, and
 fail with a message that says what was expected rather than with a KeyError.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-BENCH_SCHEMA = "cml-bench/1"
+BENCH_SCHEMA = "cml-bench/2"
 
 # --- compute-sanitizer -------------------------------------------------------------------
 
@@ -323,7 +323,7 @@ def ncu_aggregate(rows: list[dict[str, Any]], metric: str) -> float | None:
 # --- bench JSON --------------------------------------------------------------------------
 
 class BenchError(ValueError):
-    """A bench JSON document that is missing, unreadable or not schema cml-bench/1."""
+    """A bench JSON document that is missing, unreadable or not schema cml-bench/2."""
 
 
 def parse_bench_json(text: str, source: str = "bench output") -> dict[str, Any]:

@@ -7,8 +7,10 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <sstream>
 
 #include "cml/json.hpp"
+#include "cml/launch_count.hpp"
 
 namespace cml {
 
@@ -29,9 +31,13 @@ BenchArgs parse_bench_args(int argc, char** argv, const std::vector<std::string>
                            const std::string& usage) {
   BenchArgs args;
   args.seed = std::random_device{}();
+  {
+    std::random_device device;
+    args.timing.nonce = (std::uint64_t{device()} << 32) ^ device();
+  }
   auto fail = [&](const std::string& why) {
     std::cerr << why << "\n" << usage << "\n"
-              << "common options: --json PATH --seed N --max-seconds S --min-samples N "
+              << "common options: --json PATH --seed N --nonce N --max-seconds S --min-samples N "
                  "--max-samples N --rse X --quick\n";
     std::exit(2);
   };
@@ -53,6 +59,7 @@ BenchArgs parse_bench_args(int argc, char** argv, const std::vector<std::string>
     try {
       if (name == "json") args.json_path = value;
       else if (name == "seed") args.seed = std::stoull(value);
+      else if (name == "nonce") args.timing.nonce = std::stoull(value);
       else if (name == "max-seconds") args.timing.max_seconds = std::stod(value);
       else if (name == "min-samples") args.timing.min_samples = std::stoi(value);
       else if (name == "max-samples") args.timing.max_samples = std::stoi(value);
@@ -65,6 +72,7 @@ BenchArgs parse_bench_args(int argc, char** argv, const std::vector<std::string>
     }
   }
   args.timing.max_samples = std::max(args.timing.max_samples, args.timing.min_samples);
+  args.timing.seed = args.seed;
   return args;
 }
 
@@ -101,15 +109,156 @@ void write_work(JsonWriter& json, const Work& work, double median_ms) {
   work.bytes > 0 && median_ms > 0 ? json.value(work.bytes / median_ms * 1e-6) : json.null();
 }
 
+void write_failure(JsonWriter& json, const std::optional<Failure>& f) {
+  if (!f) {
+    json.null();
+    return;
+  }
+  char got_bits[16], expected_bits[16];
+  std::snprintf(got_bits, sizeof got_bits, "0x%08x", f->mismatch.got_bits);
+  std::snprintf(expected_bits, sizeof expected_bits, "0x%08x", f->mismatch.expected_bits);
+  json.begin_object()
+      .field("phase", f->warmup ? "warmup" : "timed")
+      .field("pair", f->pair);
+  json.key("sample");
+  f->sample >= 0 ? json.value(f->sample) : json.null();
+  json.field("index", static_cast<std::uint64_t>(f->mismatch.first_index))
+      .field("where", f->where)
+      .field("got", f->got)
+      .field("expected", f->expected)
+      .field("got_bits", got_bits)
+      .field("expected_bits", expected_bits)
+      .field("mismatches", static_cast<std::uint64_t>(f->mismatch.mismatches))
+      .field("unwritten", static_cast<std::uint64_t>(f->mismatch.unwritten))
+      .field("elements", static_cast<std::uint64_t>(f->mismatch.elements))
+      .end_object();
+}
+
 void write_check(JsonWriter& json, const Verification& v) {
   json.begin_object()
       .field("checked", v.checked)
       .field("passed", v.passed)
       .field("message", v.message)
-      .end_object();
+      .field("against", v.against)
+      .field("rule", v.rule)
+      .field("samples_total", v.samples_total)
+      .field("samples_verified", v.samples_verified)
+      .field("warmup_total", v.warmup_total)
+      .field("warmup_verified", v.warmup_verified);
+  json.key("first_failure");
+  write_failure(json, v.first_failure);
+  json.end_object();
+}
+
+void write_launches(JsonWriter& json, const LaunchStats& l) {
+  json.begin_object().field("counted", l.counted);
+  if (l.counted) {
+    json.field("min", static_cast<std::uint64_t>(l.min))
+        .field("max", static_cast<std::uint64_t>(l.max))
+        .field("median", l.median);
+  } else {
+    json.key("min").null().key("max").null().key("median").null();
+  }
+  json.field("calls", static_cast<std::uint64_t>(l.per_call.size())).end_object();
+}
+
+void write_determinism(JsonWriter& json, const DeterminismResult& d) {
+  json.begin_object()
+      .field("checked", d.checked)
+      .field("required", d.required)
+      .field("identical", d.identical)
+      .field("runs", d.runs)
+      .field("method", d.method)
+      .field("message", d.message);
+  json.key("first_failure");
+  write_failure(json, d.first_failure);
+  json.end_object();
+}
+
+void write_review(JsonWriter& json, const Review& r) {
+  json.begin_object().field("flagged", r.flagged).field("rule", r.rule);
+  json.key("reasons").begin_array();
+  for (const auto& why : r.reasons) json.value(why);
+  json.end_array();
+  json.key("refused").begin_array();
+  for (const auto& x : r.refused) {
+    json.begin_object()
+        .field("phase", x.warmup ? "warmup" : "timed")
+        .field("pair", x.pair)
+        .field("side", x.side)
+        .field("event_ms", x.event_ms)
+        .field("host_ms", x.host_ms)
+        .end_object();
+  }
+  json.end_array().end_object();
+}
+
+// One timed side: name, times, work rates, verification and launch counts.
+void write_side_fields(JsonWriter& json, const std::string& name, const SideResult& side,
+                       const Work& work) {
+  json.field("name", name);
+  json.key("ms");
+  write_json(json, side.ms);
+  json.key("host_ms");
+  write_json(json, side.host_ms);
+  json.field("host_margin_ms", side.host_margin_ms);
+  write_work(json, work, side.ms.median);
+  json.key("verification");
+  write_check(json, side.verification);
+  json.key("launches");
+  write_launches(json, side.launches);
 }
 
 }  // namespace
+
+namespace {
+
+std::string side_summary(const SideResult& side) {
+  std::ostringstream out;
+  const Verification& v = side.verification;
+  out << side.name << " verified " << v.samples_verified << "/" << v.samples_total;
+  if (v.warmup_total > 0) out << " (+" << v.warmup_verified << "/" << v.warmup_total << " warm-up)";
+  if (side.launches.counted) {
+    out << ", " << side.launches.median << " launch" << (side.launches.median == 1 ? "" : "es")
+        << " per call";
+    if (side.launches.min != side.launches.max) {
+      out << " (" << side.launches.min << ".." << side.launches.max << ")";
+    }
+  }
+  if (v.first_failure) out << "\n  WRONG OUTPUT: " << v.message;
+  return out.str();
+}
+
+std::string verdicts(const DeterminismResult& d, const Review& r) {
+  std::string out;
+  if (d.checked && !d.identical && d.first_failure) {
+    out += std::string("\n  ") + (d.required ? "NOT DETERMINISTIC: " : "not deterministic: ") +
+           d.message;
+  }
+  for (const auto& why : r.reasons) out += "\n  REVIEW: " + why;
+  return out;
+}
+
+}  // namespace
+
+std::string summary(const PairTiming& t) {
+  std::ostringstream out;
+  out << t.baseline.name << " " << t.baseline.ms.median << " ms, " << t.candidate.name << " "
+      << t.candidate.ms.median << " ms, speedup " << t.speedup.median << "x over "
+      << t.speedup.samples.size() << " pairs";
+  if (t.refused_pairs > 0) out << " (" << t.refused_pairs << " refused)";
+  out << "; " << side_summary(t.baseline) << "; " << side_summary(t.candidate)
+      << verdicts(t.determinism, t.review);
+  return out.str();
+}
+
+std::string summary(const CaseTiming& t) {
+  std::ostringstream out;
+  out << t.result.ms.median << " ms over " << t.result.ms.samples.size() << " samples";
+  if (t.refused_samples > 0) out << " (" << t.refused_samples << " refused)";
+  out << "; " << side_summary(t.result) << verdicts(t.determinism, t.review);
+  return out.str();
+}
 
 BenchReport::BenchReport(std::string lab, std::string variant, const BenchArgs& args,
                          const DeviceInfo& device, std::size_t l2_flush_bytes)
@@ -131,39 +280,42 @@ void BenchReport::param(const std::string& name, const std::string& value) {
   params_.emplace_back(name, j.str());
 }
 
-void BenchReport::add_comparison(const std::string& name, const PairTiming& t, const Work& work,
-                                 const Verification& baseline_check,
-                                 const Verification& candidate_check) {
+void BenchReport::add_comparison(const std::string& name, const PairTiming& t, const Work& work) {
   JsonWriter j;
-  j.begin_object().field("name", name).field("converged", t.converged)
-      .field("wall_seconds", t.wall_seconds);
-  const auto side = [&](const char* role, const std::string& name, const SampleStats& ms,
-                        const Verification& check) {
-    j.key(role).begin_object().field("name", name);
-    j.key("ms");
-    write_json(j, ms);
-    write_work(j, work, ms.median);
-    j.key("verification");
-    write_check(j, check);
-    j.end_object();
-  };
-  side("baseline", t.baseline, t.baseline_ms, baseline_check);
-  side("candidate", t.candidate, t.candidate_ms, candidate_check);
+  j.begin_object()
+      .field("name", name)
+      .field("converged", t.converged)
+      .field("wall_seconds", t.wall_seconds)
+      .field("warmup_pairs", t.warmup_pairs)
+      .field("refused_pairs", t.refused_pairs);
+  j.key("baseline").begin_object();
+  write_side_fields(j, t.baseline.name, t.baseline, work);
+  j.end_object();
+  j.key("candidate").begin_object();
+  write_side_fields(j, t.candidate.name, t.candidate, work);
+  j.end_object();
   j.key("speedup");
   write_json(j, t.speedup);
+  j.key("determinism");
+  write_determinism(j, t.determinism);
+  j.key("review");
+  write_review(j, t.review);
   j.end_object();
   comparisons_.push_back(j.str());
 }
 
-void BenchReport::add_case(const std::string& name, const SampleStats& ms, bool converged,
-                           const Work& work, const Verification& check) {
+void BenchReport::add_case(const std::string& name, const CaseTiming& t, const Work& work) {
   JsonWriter j;
-  j.begin_object().field("name", name).field("converged", converged);
-  j.key("ms");
-  write_json(j, ms);
-  write_work(j, work, ms.median);
-  j.key("verification");
-  write_check(j, check);
+  j.begin_object();
+  write_side_fields(j, name, t.result, work);
+  j.field("launch_name", t.result.name)
+      .field("converged", t.converged)
+      .field("wall_seconds", t.wall_seconds)
+      .field("refused_samples", t.refused_samples);
+  j.key("determinism");
+  write_determinism(j, t.determinism);
+  j.key("review");
+  write_review(j, t.review);
   j.end_object();
   cases_.push_back(j.str());
 }
@@ -176,10 +328,12 @@ std::string BenchReport::finish() {
   const ClockSample clocks_end = sample_clocks(device_);
   JsonWriter j;
   j.begin_object()
-      .field("schema", "cml-bench/1")
+      .field("schema", "cml-bench/2")
       .field("lab", lab_)
       .field("variant", variant_)
-      .field("seed", static_cast<std::uint64_t>(args_.seed));
+      .field("seed", static_cast<std::uint64_t>(args_.seed))
+      .field("input_nonce", static_cast<std::uint64_t>(args_.timing.nonce))
+      .field("launch_counting", launch_counting_active());
   j.key("device");
   write_json(j, device_);
   j.key("clocks").begin_object();
@@ -196,8 +350,34 @@ std::string BenchReport::finish() {
       .field("max_seconds", args_.timing.max_seconds)
       .field("target_rse", args_.timing.target_rse)
       .field("l2_flush_bytes", static_cast<std::uint64_t>(flush_bytes_))
-      .field("window", "cuda events on the legacy default stream")
+      .field("window", "cuda events on the legacy default stream; host steady_clock around "
+                       "[events; launch; cudaDeviceSynchronize()] cross-checks them")
+      .field("inputs", "regenerated on the GPU before every pair from a hash of (seed, "
+                       "input_nonce, measurement, pair); never reused")
+      .field("poison", "every output set to 0xFF bytes before every run")
+      .field("verification", "the whole output of every run (warm-up included) compared on "
+                             "the GPU with a result the harness computes for the same inputs")
+      .field("launch_counting", "kernels launched by each call, counted through "
+                                "-Wl,--wrap of the runtime's launch entry points");
+  const HostCheck& hc = args_.timing.host_check;
+  j.key("host_check")
+      .begin_object()
+      .field("rule", hc.describe())
+      .field("factor", hc.factor)
+      .field("slack_ms", hc.slack_ms)
+      .field("flag_min_refused", hc.flag_min_refused)
+      .field("margin_factor", hc.margin_factor)
+      .field("margin_slack_ms", hc.margin_slack_ms)
       .end_object();
+  j.key("nvtx")
+      .begin_object()
+      .field("candidate", kNvtxCandidate)
+      .field("baseline", kNvtxBaseline)
+      .field("determinism", kNvtxDeterminism)
+      .field("reference", kNvtxReference)
+      .field("case", kNvtxCase)
+      .end_object();
+  j.end_object();
   // Pre-rendered pieces are spliced in as raw JSON text.
   std::string out = j.str();
   auto splice_object = [&](const char* key, const std::vector<std::pair<std::string, std::string>>& kv) {

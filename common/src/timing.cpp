@@ -1,14 +1,33 @@
 // The timing protocol (see timing.hpp).
 #include "cml/timing.hpp"
 
+#include <nvtx3/nvToolsExt.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <sstream>
+#include <stdexcept>
 
 #include "cml/check.hpp"
+#include "cml/launch_count.hpp"
+#include "cml/random.hpp"
 
 namespace cml {
+
+NvtxRange::NvtxRange(const char* name) { nvtxRangePushA(name); }
+NvtxRange::~NvtxRange() { nvtxRangePop(); }
+
+std::string HostCheck::describe() const {
+  std::ostringstream out;
+  out << "a run is refused when host_ms > " << factor << " x event_ms + " << slack_ms
+      << " ms; review when " << flag_min_refused
+      << "+ pairs are refused and at least as many as kept, or when the candidate's median "
+         "host - event margin > "
+      << margin_factor << " x the baseline's + " << margin_slack_ms << " ms";
+  return out.str();
+}
 
 SampleStats summarize(std::vector<double> samples) {
   SampleStats s;
@@ -55,70 +74,393 @@ void L2Flusher::flush() {
 Harness::Harness(std::size_t l2_bytes, TimingOptions options)
     : options_(options), flusher_(l2_bytes) {}
 
-double Harness::time_once(const Launch& launch, int sample) {
-  flusher_.flush();
-  CUDA_CHECK(cudaDeviceSynchronize());
-  timer_.start(0);
-  launch(sample);
-  timer_.stop(0);
-  const double ms = timer_.elapsed_millis();
-  // Anything still running elsewhere, or a fault inside the kernel, surfaces here.
-  CUDA_CHECK(cudaDeviceSynchronize());
-  CUDA_CHECK(cudaGetLastError());
-  return ms;
-}
-
 namespace {
+
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
-}  // namespace
 
-SampleStats Harness::time_single(const TimedCase& c, bool* converged) {
-  for (int i = 0; i < options_.warmup; ++i) time_once(c.launch, i);
-  std::vector<double> samples;
-  const auto t0 = Clock::now();
-  bool done = false;
-  while (static_cast<int>(samples.size()) < options_.max_samples) {
-    samples.push_back(time_once(c.launch, static_cast<int>(samples.size())));
-    if (static_cast<int>(samples.size()) >= options_.min_samples &&
-        summarize(samples).rse < options_.target_rse) {
-      done = true;
-      break;
-    }
-    if (seconds_since(t0) > options_.max_seconds) break;
+std::uint64_t fnv1a(const std::string& text) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ull;
   }
-  if (converged != nullptr) *converged = done;
-  return summarize(samples);
+  return h;
 }
 
-PairTiming Harness::time_pair(const TimedCase& baseline, const TimedCase& candidate) {
-  for (int i = 0; i < options_.warmup; ++i) {
-    time_once(baseline.launch, i);
-    time_once(candidate.launch, i);
-  }
-  std::vector<double> a, b, ratio;
+// What a run's output is compared with.
+struct Trusted {
+  DeviceArray array;
+  IndexMap map;
+  std::string name;
+  bool is_baseline = false;
+};
+
+LaunchStats launch_stats(const std::vector<std::uint64_t>& calls) {
+  LaunchStats s;
+  s.counted = launch_counting_active();
+  s.per_call = calls;
+  if (calls.empty()) return s;
+  std::vector<std::uint64_t> sorted = calls;
+  std::sort(sorted.begin(), sorted.end());
+  s.min = sorted.front();
+  s.max = sorted.back();
+  const std::size_t n = sorted.size();
+  s.median = n % 2 ? static_cast<double>(sorted[n / 2])
+                   : 0.5 * static_cast<double>(sorted[n / 2 - 1] + sorted[n / 2]);
+  return s;
+}
+
+std::string run_label(bool warmup, int pair, bool is_pair) {
+  return std::string(warmup ? "warm-up " : "timed ") + (is_pair ? "pair " : "sample ") +
+         std::to_string(pair);
+}
+
+}  // namespace
+
+struct Harness::Run {
+  double event_ms = 0;
+  double host_ms = 0;
+  std::uint64_t launches = 0;
+};
+
+Harness::Run Harness::run_timed(const TimedCase& c, const Sample& s, const char* nvtx) {
+  poison(c.output);
+  flusher_.flush();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  Run run;
+  const std::uint64_t before = launch_count();
   const auto t0 = Clock::now();
-  PairTiming result;
-  result.baseline = baseline.name;
-  result.candidate = candidate.name;
-  for (int i = 0; i < options_.max_samples; ++i) {
-    a.push_back(time_once(baseline.launch, i));
-    b.push_back(time_once(candidate.launch, i));
-    ratio.push_back(b.back() > 0 ? a.back() / b.back() : 0.0);
-    if (i + 1 >= options_.min_samples && summarize(a).rse < options_.target_rse &&
-        summarize(b).rse < options_.target_rse && summarize(ratio).rse < options_.target_rse) {
-      result.converged = true;
-      break;
+  timer_.start(0);
+  {
+    NvtxRange range(nvtx);
+    c.launch(s);
+  }
+  timer_.stop(0);
+  // Device-wide: whatever the call enqueued, on any stream, is finished when this returns,
+  // so host time covers work the events did not wait for.
+  CUDA_CHECK(cudaDeviceSynchronize());
+  run.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  run.launches = launch_count() - before;
+  run.event_ms = timer_.elapsed_millis();
+  CUDA_CHECK(cudaGetLastError());
+  return run;
+}
+
+void Harness::run_untimed(const TimedCase& c, const Sample& s, const char* nvtx) {
+  poison(c.output);
+  {
+    NvtxRange range(nvtx);
+    c.launch(s);
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaGetLastError());
+}
+
+std::uint64_t Harness::pair_key(const std::string& salt, bool warmup, int pair) const {
+  const std::uint64_t stream = (warmup ? (std::uint64_t{1} << 32) : 0) +
+                               static_cast<std::uint64_t>(pair);
+  const std::uint64_t run = derive_seed(options_.seed, options_.nonce);
+  return derive_seed(derive_seed(run, fnv1a(salt)), stream);
+}
+
+// Everything a measurement of one or two sides produced.
+struct Harness::Outcome {
+  std::vector<SideResult> sides;  // pair: baseline, candidate; single: the case
+  SampleStats speedup;
+  bool converged = false;
+  double wall_seconds = 0;
+  int warmups = 0;
+  int refused = 0;
+  DeterminismResult determinism;
+  Review review;
+};
+
+Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
+  // --- what runs, and what it is compared with -------------------------------------------
+  std::vector<const TimedCase*> cases;
+  std::vector<const char*> nvtx;
+  std::vector<std::string> roles;
+  if (pair) {
+    cases = {&m.baseline, &m.candidate};
+    nvtx = {kNvtxBaseline, kNvtxCandidate};
+    roles = {"baseline", "candidate"};
+  } else {
+    cases = {&m.candidate};
+    nvtx = {kNvtxCase};
+    roles = {"case"};
+  }
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    if (!cases[k]->launch || !cases[k]->output) {
+      throw std::invalid_argument("Harness: the " + roles[k] + " '" + cases[k]->name +
+                                  "' needs a launch and an output array");
+    }
+  }
+  if (pair && m.baseline.output.data == m.candidate.output.data) {
+    throw std::invalid_argument("Harness::time_pair: baseline and candidate share an output");
+  }
+  Trusted trusted;
+  if (m.expected) {
+    trusted = {m.expected, m.map,
+               m.expected_name.empty() ? "the input" + m.map.describe() : m.expected_name, false};
+  } else if (m.reference.launch) {
+    if (!m.reference.output || m.reference.output.data == m.candidate.output.data ||
+        (pair && m.reference.output.data == m.baseline.output.data)) {
+      throw std::invalid_argument("Harness: the reference needs an output of its own");
+    }
+    trusted = {m.reference.output, IndexMap::identity(),
+               m.expected_name.empty() ? "the output of the trusted " + m.reference.name
+                                       : m.expected_name,
+               false};
+  } else if (pair) {
+    trusted = {m.baseline.output, IndexMap::identity(),
+               m.expected_name.empty() ? "the baseline's output (" + m.baseline.name + ")"
+                                       : m.expected_name,
+               true};
+  } else {
+    throw std::invalid_argument("Harness::time_single: '" + m.candidate.name +
+                                "' needs a reference launch or an expected array");
+  }
+  const Check& check = m.check;
+  const bool rerun = !check.exact && check.determinism != Determinism::Off;
+  DeviceBuffer<std::uint32_t> first_output(rerun ? m.candidate.output.count : 0);
+  const DeviceArray first_view{first_output.data(), first_output.size(), m.candidate.output.elem};
+  const std::string salt =
+      pair ? m.baseline.name + "|" + m.candidate.name : "case|" + m.candidate.name;
+  const HostCheck& hc = options_.host_check;
+
+  Outcome out;
+  out.sides.resize(cases.size());
+  std::vector<std::vector<double>> event(cases.size()), host(cases.size());
+  std::vector<std::vector<double>> margin(cases.size());  // every timed run, refused ones too
+  std::vector<std::vector<std::uint64_t>> launches(cases.size());
+  std::vector<double> ratio;
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    Verification& v = out.sides[k].verification;
+    v.checked = true;
+    v.rule = check.describe();
+    v.against = pair && k == 0 && trusted.is_baseline
+                    ? "itself: the trusted result (every element written, no NaN)"
+                    : trusted.name;
+    out.sides[k].name = cases[k]->name;
+  }
+  DeterminismResult& det = out.determinism;
+  det.checked = check.exact || rerun;
+  det.required = check.exact || check.determinism == Determinism::Require;
+  det.method = check.exact ? "exact match with the trusted result on every run"
+               : rerun     ? "the candidate run twice on the same inputs, bits compared"
+                           : "not checked (tolerance comparison)";
+  const auto make_failure = [&](const GpuMismatch& mm, bool warmup, int number, int sample) {
+    Failure f;
+    f.warmup = warmup;
+    f.pair = number;
+    f.sample = sample;
+    f.mismatch = mm;
+    f.where = check.where(mm.first_index);
+    f.got = describe_word(m.candidate.output.elem, mm.got_bits);
+    f.expected = describe_word(m.candidate.output.elem, mm.expected_bits);
+    return f;
+  };
+  const auto failure_message = [&](const Failure& f, const std::string& what,
+                                   const std::string& against, const std::string& rule) {
+    std::ostringstream msg;
+    msg << run_label(f.warmup, f.pair, pair);
+    if (f.sample >= 0) msg << " (sample " << f.sample << ")";
+    msg << ": " << f.mismatch.mismatches << " of " << f.mismatch.elements << " elements of "
+        << check.output_name << " " << what << " " << against;
+    if (f.mismatch.unwritten > 0) msg << " (" << f.mismatch.unwritten << " never written)";
+    msg << "; the first, " << f.where << " (index " << f.mismatch.first_index << "): got "
+        << f.got << ", expected " << f.expected << " [" << rule << "]";
+    return msg.str();
+  };
+  const auto verify = [&](std::size_t k, bool warmup, int number, int sample) {
+    Verification& v = out.sides[k].verification;
+    const bool self = pair && k == 0 && trusted.is_baseline;
+    const GpuMismatch mm =
+        self ? comparer_.compare(cases[k]->output, cases[k]->output, IndexMap::identity(), check,
+                                 true)
+             : comparer_.compare(cases[k]->output, trusted.array, trusted.map, check);
+    (warmup ? v.warmup_total : v.samples_total) += 1;
+    if (mm.ok()) {
+      (warmup ? v.warmup_verified : v.samples_verified) += 1;
+      return true;
+    }
+    if (!v.first_failure) {
+      v.first_failure = make_failure(mm, warmup, number, sample);
+      v.message = failure_message(*v.first_failure, self ? "are NaN or unwritten in" : "differ from",
+                                  self ? "the trusted result" : trusted.name,
+                                  self ? "NaN never passes" : v.rule);
+    }
+    return false;
+  };
+
+  // One pair (or sample): fresh inputs, the reference, each side timed, everything verified.
+  // Returns false when the measurement must stop.
+  int kept = 0;
+  const auto one = [&](bool warmup, int number) {
+    const Sample s{warmup, number, pair_key(salt, warmup, number)};
+    if (m.inputs != nullptr) m.inputs->fill(s.key);
+    if (m.reference.launch) run_untimed(m.reference, s, kNvtxReference);
+    std::vector<Run> runs;
+    for (std::size_t k = 0; k < cases.size(); ++k) runs.push_back(run_timed(*cases[k], s, nvtx[k]));
+    bool refused = false;
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+      launches[k].push_back(runs[k].launches);
+      if (!warmup) margin[k].push_back(runs[k].host_ms - runs[k].event_ms);
+      if (!warmup && hc.refuses(runs[k].event_ms, runs[k].host_ms)) {
+        refused = true;
+        out.review.refused.push_back({warmup, number, roles[k], runs[k].event_ms, runs[k].host_ms});
+      }
+    }
+    const int sample = warmup || refused ? -1 : kept;
+    bool ok = true;
+    for (std::size_t k = 0; k < cases.size(); ++k) ok = verify(k, warmup, number, sample) && ok;
+    if (ok && rerun) {
+      const DeviceArray& got = m.candidate.output;
+      CUDA_CHECK(cudaMemcpy(first_output.data(), got.data, got.bytes(), cudaMemcpyDeviceToDevice));
+      run_untimed(m.candidate, s, kNvtxDeterminism);
+      const GpuMismatch mm = comparer_.compare(got, first_view, IndexMap::identity(), check, true);
+      ++det.runs;
+      if (!mm.ok() && !det.first_failure) {
+        det.identical = false;
+        det.first_failure = make_failure(mm, warmup, number, sample);
+        det.message = failure_message(*det.first_failure, "changed when the candidate ran again on",
+                                      "the same inputs", "bit for bit");
+        if (det.required) ok = false;
+      }
+    }
+    if (warmup) return ok;
+    if (refused) {
+      ++out.refused;
+    } else {
+      for (std::size_t k = 0; k < cases.size(); ++k) {
+        event[k].push_back(runs[k].event_ms);
+        host[k].push_back(runs[k].host_ms);
+      }
+      if (pair) ratio.push_back(runs[1].event_ms > 0 ? runs[0].event_ms / runs[1].event_ms : 0.0);
+      ++kept;
+    }
+    // Most pairs refused: work escapes the events; stop now (flagged below).
+    if (out.refused >= hc.flag_min_refused && out.refused >= kept) return false;
+    return ok;
+  };
+
+  bool go = true;
+  for (int i = 0; i < options_.warmup && go; ++i) {
+    go = one(true, i);
+    ++out.warmups;
+  }
+  const auto t0 = Clock::now();
+  const int max_runs = 2 * options_.max_samples + hc.flag_min_refused;
+  for (int number = 0; go && kept < options_.max_samples && number < max_runs; ++number) {
+    go = one(false, number);
+    if (!go) break;
+    if (kept >= options_.min_samples) {
+      bool stable = true;
+      for (const auto& e : event) stable = stable && summarize(e).rse < options_.target_rse;
+      if (pair) stable = stable && summarize(ratio).rse < options_.target_rse;
+      if (stable) {
+        out.converged = true;
+        break;
+      }
     }
     if (seconds_since(t0) > options_.max_seconds) break;
   }
-  result.wall_seconds = seconds_since(t0);
-  result.baseline_ms = summarize(a);
-  result.candidate_ms = summarize(b);
-  result.speedup = summarize(ratio);
-  return result;
+  out.wall_seconds = seconds_since(t0);
+
+  // --- summaries ---------------------------------------------------------------------------
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    SideResult& side = out.sides[k];
+    side.ms = summarize(event[k]);
+    side.host_ms = summarize(host[k]);
+    side.host_margin_ms = summarize(margin[k]).median;
+    side.launches = launch_stats(launches[k]);
+    Verification& v = side.verification;
+    v.passed = !v.first_failure && v.samples_total > 0;
+    if (v.passed) {
+      v.message = "every element of all " + std::to_string(v.samples_total) + " timed runs (and " +
+                  std::to_string(v.warmup_total) + " warm-up runs) matched " + v.against;
+    } else if (!v.first_failure) {
+      v.message = "no timed run was verified";
+    }
+  }
+  const Verification& cv = out.sides.back().verification;
+  if (check.exact) {
+    det.identical = cv.passed;
+    det.runs = cv.samples_total + cv.warmup_total;
+    det.message = cv.passed ? "deterministic: every run matched the trusted result bit for bit"
+                            : "not established: " + cv.message;
+  } else if (rerun && det.identical) {
+    det.message = det.runs > 0 ? "identical bits in all " + std::to_string(det.runs) + " re-runs"
+                               : "no run was re-checked (the output was wrong first)";
+  } else if (!rerun) {
+    det.identical = false;
+    det.message = "not checked";
+  }
+  Review& review = out.review;
+  review.rule = hc.describe();
+  const int total = kept + out.refused;
+  if (out.refused >= hc.flag_min_refused && out.refused >= kept) {
+    review.flagged = true;
+    int by_candidate = 0;
+    for (const auto& r : review.refused) by_candidate += r.side != "baseline" ? 1 : 0;
+    const Refusal& r = review.refused.front();
+    std::ostringstream why;
+    why << out.refused << " of " << total << " " << (pair ? "pairs" : "samples")
+        << " refused by the host-time cross-check (host_ms > " << hc.factor << " x event_ms + "
+        << hc.slack_ms << " ms); ";
+    if (by_candidate > 0) {
+      why << "work of the " << (pair ? "candidate" : "case")
+          << " escaped the timing events (e.g. on a stream they do not wait for)";
+    } else {
+      why << "only the baseline's runs were refused: the machine is too noisy to time";
+    }
+    why << "; first: " << run_label(r.warmup, r.pair, pair) << ", " << r.side << " event "
+        << r.event_ms << " ms, host " << r.host_ms << " ms";
+    review.reasons.push_back(why.str());
+  }
+  if (pair && !margin[0].empty() &&
+      hc.margin_suspect(out.sides[1].host_margin_ms, out.sides[0].host_margin_ms)) {
+    review.flagged = true;
+    std::ostringstream why;
+    why << "the candidate's host time exceeded its event time by a median of "
+        << out.sides[1].host_margin_ms << " ms, the baseline's by "
+        << out.sides[0].host_margin_ms << " ms (limit: " << hc.margin_factor << " x the baseline's + "
+        << hc.margin_slack_ms << " ms): part of the candidate's work escaped the timing events "
+           "in every run";
+    review.reasons.push_back(why.str());
+  }
+  if (pair) out.speedup = summarize(ratio);
+  return out;
+}
+
+PairTiming Harness::time_pair(const Measurement& m) {
+  Outcome o = measure(m, true);
+  PairTiming t;
+  t.baseline = std::move(o.sides[0]);
+  t.candidate = std::move(o.sides[1]);
+  t.speedup = std::move(o.speedup);
+  t.converged = o.converged;
+  t.wall_seconds = o.wall_seconds;
+  t.warmup_pairs = o.warmups;
+  t.refused_pairs = o.refused;
+  t.determinism = std::move(o.determinism);
+  t.review = std::move(o.review);
+  return t;
+}
+
+CaseTiming Harness::time_single(const Measurement& m) {
+  Outcome o = measure(m, false);
+  CaseTiming t;
+  t.result = std::move(o.sides[0]);
+  t.converged = o.converged;
+  t.wall_seconds = o.wall_seconds;
+  t.refused_samples = o.refused;
+  t.determinism = std::move(o.determinism);
+  t.review = std::move(o.review);
+  return t;
 }
 
 }  // namespace cml

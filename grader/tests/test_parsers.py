@@ -138,7 +138,7 @@ class NcuTest(unittest.TestCase):
 class BenchJsonTest(unittest.TestCase):
     def test_reads_and_finds_comparisons(self):
         doc = read_bench_json(DATA / "bench_lab04.json")
-        self.assertEqual(doc["schema"], "cml-bench/1")
+        self.assertEqual(doc["schema"], "cml-bench/2")
         comp = comparison(doc, "tiled")
         self.assertEqual(comp["candidate"]["name"], "tiled<32>")
         self.assertGreater(comp["speedup"]["median"], 10)
@@ -156,7 +156,7 @@ class BenchJsonTest(unittest.TestCase):
     def test_rejects_bad_documents(self):
         good = json.loads((DATA / "bench_lab04.json").read_text())
         cases = {
-            "schema": dict(good, schema="cml-bench/0"),
+            "schema": dict(good, schema="cml-bench/1"),  # before whole-output verification
             "comparisons": {k: v for k, v in good.items() if k != "comparisons"},
             "median speedup": dict(good, comparisons=[dict(good["comparisons"][0], speedup={})]),
             "baseline timing": dict(good, comparisons=[{"name": "x", "candidate": {"ms": {"median": 1}},

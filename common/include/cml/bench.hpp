@@ -1,6 +1,6 @@
 /// \file
 /// What every lab's bench shares: its command line and the one JSON document it writes
-/// (schema "cml-bench/1", read by the grader; described in grader/README.md).
+/// (schema "cml-bench/2", read by the grader; described in grader/README.md).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,10 @@ namespace cml {
 
 /// Options every bench accepts, plus the lab's own `--name value` pairs.
 ///   --json PATH      write the document there (default: standard output)
-///   --seed N         input seed (default: random, recorded in the document)
+///   --seed N         input seed (default: random, recorded in the document); it keys
+///                    every input the harness generates (TimingOptions::seed)
+///   --nonce N        the run's input nonce (default: random, recorded as "input_nonce");
+///                    with the seed it reproduces a run's inputs exactly
 ///   --max-seconds S  cap per measurement      --min-samples N / --max-samples N
 ///   --rse X          target relative standard error (default 0.01)
 ///   --quick          a few samples only, for smoke tests
@@ -46,13 +49,6 @@ struct Work {
   double bytes = 0;  ///< bytes that must cross device memory per run (GB/s when > 0)
 };
 
-/// Whether a timed case's output was checked, and what the check said.
-struct Verification {
-  bool checked = false;
-  bool passed = false;
-  std::string message;
-};
-
 /// Collects a bench's measurements and writes them as one JSON document.
 class BenchReport {
  public:
@@ -63,12 +59,11 @@ class BenchReport {
   void param(const std::string& name, double value);
   void param(const std::string& name, const std::string& value);
 
-  /// An interleaved baseline/candidate measurement (the grader scores these by name).
-  void add_comparison(const std::string& name, const PairTiming& timing, const Work& work,
-                      const Verification& baseline_check, const Verification& candidate_check);
+  /// An interleaved baseline/candidate measurement (the grader scores these by name), with
+  /// its verification, launch counts, determinism and review verdict.
+  void add_comparison(const std::string& name, const PairTiming& timing, const Work& work);
   /// A case timed alone (a library yardstick, a sweep point).
-  void add_case(const std::string& name, const SampleStats& ms, bool converged, const Work& work,
-                const Verification& check);
+  void add_case(const std::string& name, const CaseTiming& timing, const Work& work);
   /// A derived figure (a fraction, a count) under "metrics".
   void metric(const std::string& name, double value);
 
@@ -87,6 +82,12 @@ class BenchReport {
   std::vector<std::string> comparisons_, cases_;             // JSON texts
   std::vector<std::pair<std::string, double>> metrics_;
 };
+
+/// One line for standard error: times, speedup, verified runs, launches per call, and any
+/// failure or review flag, e.g. "naive 98.2 ms, tiled 7.41 ms, speedup 13.3x; candidate
+/// verified 12/12 (+3 warm-up); 1 launch per call".
+std::string summary(const PairTiming& timing);
+std::string summary(const CaseTiming& timing);
 
 /// Writes `stats` as {"median":..,"min":..,"max":..,"mean":..,"stdev":..,"rse":..,"n":..,"samples":[..]}.
 void write_json(JsonWriter& json, const SampleStats& stats);

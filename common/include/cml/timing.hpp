@@ -1,30 +1,123 @@
 /// \file
-/// The project's one timing protocol. CUDA events bracket each launch on the legacy default
-/// stream, so the stop event waits for all work the launch enqueued there (and on every
-/// blocking stream); warm-up comes first; the L2 cache is flushed before every sample,
-/// outside the window; the launch is told the sample number so it can rotate its inputs;
-/// sampling repeats until the relative standard error of the mean is under the target or a
-/// cap is reached; two cases are interleaved A B A B and the speedup is taken per pair.
+/// The project's one timing protocol, and what makes its numbers trustworthy.
+///
+/// A measurement (time_pair: baseline A against candidate B, interleaved A B A B; or
+/// time_single: one case) runs in pairs (or samples). For every pair, outside the timed
+/// window:
+///  - the inputs are regenerated on the GPU (FreshInputs) from a key derived from the seed,
+///    a per-run random nonce, the measurement's names and the pair number, so no two pairs
+///    see the same values, nothing a kernel remembers (a product stored by input content) is
+///    ever reused, and no later pair's inputs can be known (and its result prepared) earlier;
+///  - each output is poisoned (every byte 0xFF: NaN for float) before each run, and the L2
+///    cache is flushed (a buffer twice its size written) before each timed run.
+/// `warmup` pairs run first, exactly like the others (verified too), but are not timed.
+/// Each timed run is `launch(sample)` between two CUDA events on the legacy default stream,
+/// followed by cudaDeviceSynchronize(). Host time (steady_clock) around
+/// [start event; launch; stop event; cudaDeviceSynchronize()] cross-checks the events: work
+/// on a stream the events do not wait for still finishes before the device-wide sync, and
+/// shows as host time beyond the event time. Honest runs on an H100 exceed their event time
+/// by 7-20 us (the event record and the wake-up from the sync), whatever the kernel's length
+/// or number of launches. HostCheck's rules:
+///  (a) a run whose host time exceeds `factor` x its event time + `slack_ms` is *refused*:
+///      its pair leaves the statistics (a lone refusal, the host thread descheduled once,
+///      costs nothing);
+///  (b) `flag_min_refused` refused pairs that are at least as many as the kept ones flag the
+///      measurement for review and stop it (work escapes the events in most runs);
+///  (c) pairs: the candidate's median margin (host - event time, over all its timed runs)
+///      above `margin_factor` x the baseline's + `margin_slack_ms` flags it for review (work
+///      escapes in every run, each time too little for (a)).
+///
+/// After every run (warm-up included) the WHOLE output is compared on the GPU with a result
+/// the harness computes itself for the same inputs: the baseline's output of the same pair
+/// (given, trusted code), the output of an untimed trusted `reference` launch, or an input
+/// array read through an IndexMap (a copy, a transpose, a strided gather). Exact checks
+/// compare bits (deterministic arithmetic: this is also the determinism check); tolerance
+/// checks use |got - expected| <= abs + rel·|expected| and, if asked, run the candidate a
+/// second time on the same inputs (untimed) and require identical bits. NaN never passes.
+/// The first mismatch stops the measurement and is reported with its pair, sample, index,
+/// got and expected.
+///
+/// The launches each timed call makes are counted (launch_count.hpp); a candidate call that
+/// launches no kernel shows as 0 in the report.
+///
+/// NVTX ranges (NVTX3, header only) name every call of code under test, so a profiler can
+/// select exactly what one interface call launched (`ncu --nvtx --nvtx-include
+/// "cml:candidate/"`):
+///  - `cml:candidate`    each timed or warm-up call of the candidate, and any untimed call
+///                       of the student's code a bench makes for profiling;
+///  - `cml:baseline`     each timed or warm-up call of the baseline: as many as of the
+///                       candidate, so a profile of one range can be divided by the other's;
+///  - `cml:determinism`  the candidate's untimed second run on the same inputs (the
+///                       determinism check): kept out of `cml:candidate` for that reason;
+///  - `cml:reference`    each call of an untimed trusted reference;
+///  - `cml:case`         each call of a case timed alone (time_single: library yardsticks,
+///                       sweeps of given kernels).
+/// The harness's own kernels (input generation, comparison) and the L2 flush run outside
+/// every range.
+///
+/// Sampling repeats until the relative standard error of the mean (of both sides and of
+/// the per-pair ratio) is under the target, or a sample/time cap is reached.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cml/buffer.hpp"
+#include "cml/gpu_verify.hpp"
 
 namespace cml {
 
+/// NVTX range names (see the file comment).
+inline constexpr const char* kNvtxCandidate = "cml:candidate";
+inline constexpr const char* kNvtxBaseline = "cml:baseline";
+inline constexpr const char* kNvtxDeterminism = "cml:determinism";
+inline constexpr const char* kNvtxReference = "cml:reference";
+inline constexpr const char* kNvtxCase = "cml:case";
+
+/// An NVTX push/pop range for the lifetime of the object.
+class NvtxRange {
+ public:
+  explicit NvtxRange(const char* name);
+  ~NvtxRange();
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+};
+
+/// The host-time cross-check's rules (see the file comment).
+struct HostCheck {
+  double factor = 1.05;          ///< (a) refuse a run when host_ms > factor·event_ms + slack_ms
+  double slack_ms = 0.1;
+  int flag_min_refused = 3;      ///< (b) review when this many pairs were refused and they
+                                 ///<     are at least as many as the kept ones
+  double margin_factor = 2.0;    ///< (c) review when the candidate's median host-event margin
+  double margin_slack_ms = 0.025;  ///<   > margin_factor·baseline's + margin_slack_ms
+  bool refuses(double event_ms, double host_ms) const {
+    return host_ms > factor * event_ms + slack_ms;
+  }
+  bool margin_suspect(double candidate_ms, double baseline_ms) const {
+    return candidate_ms > margin_factor * baseline_ms + margin_slack_ms;
+  }
+  std::string describe() const;  ///< the three rules in one line
+};
+
 /// Knobs of the protocol; the defaults are what the grader uses.
 struct TimingOptions {
-  int warmup = 3;             ///< untimed runs of each case before sampling
+  int warmup = 3;             ///< untimed (but verified) runs of each case before sampling
   int min_samples = 10;       ///< samples (or pairs) always taken
   int max_samples = 200;      ///< cap on samples (or pairs)
   double max_seconds = 30.0;  ///< cap on wall time for one measurement
   double target_rse = 0.01;   ///< stop once the relative standard error is below this
+  std::uint64_t seed = 0;     ///< keys every input the harness generates ...
+  /// ... together with this per-run random number, so the inputs of later pairs cannot be
+  /// computed (and their results prepared during an untimed call) from the seed alone.
+  std::uint64_t nonce = 0;
+  HostCheck host_check;
 };
 
 /// Summary of timing samples in milliseconds (or of per-pair ratios).
@@ -37,25 +130,129 @@ struct SampleStats {
 /// Computes median, min, max, mean, standard deviation and relative standard error.
 SampleStats summarize(std::vector<double> samples);
 
-/// Enqueues one run of the code under test on the legacy default stream (stream 0).
-/// `sample` counts from 0; use it to pick one of several input sets.
-using Launch = std::function<void(int sample)>;
+/// What a launch is told about the run it makes. Both sides of a pair get the same Sample.
+struct Sample {
+  bool warmup = false;    ///< a warm-up run (verified, not timed)
+  int pair = 0;           ///< the pair's (or sample's) number within its phase, from 0
+  std::uint64_t key = 0;  ///< the key this pair's inputs came from: derive any per-pair
+                          ///< parameter (a seed the kernel reads) from it
+};
 
-/// A named launch: the baseline, the student's kernel, the reference, a library yardstick.
+/// Enqueues one run of the code under test on the legacy default stream (stream 0).
+using Launch = std::function<void(const Sample&)>;
+
+/// A named launch and the output it writes (poisoned before, verified after every run).
 struct TimedCase {
   std::string name;
   Launch launch;
+  DeviceArray output;
+};
+
+/// One measurement: what runs, on which inputs, and what its output is compared with.
+/// The expected result is, in order of precedence: `expected` (an array the harness owns,
+/// usually an input, read through `map`); the output of `reference` (trusted code run
+/// untimed before each pair); the baseline's output of the same pair (time_pair only: the
+/// baseline is given, trusted code).
+struct Measurement {
+  TimedCase baseline;             ///< time_pair's A side; unused by time_single
+  TimedCase candidate;            ///< time_pair's B side; time_single's case
+  const FreshInputs* inputs = nullptr;  ///< regenerated before every pair (may be null)
+  TimedCase reference;            ///< optional: trusted code whose output is expected
+  DeviceArray expected;           ///< optional: the expected result itself
+  IndexMap map;                   ///< expected value of output i: expected[map(i)]
+  std::string expected_name;      ///< e.g. "the input" (messages; a default is made)
+  Check check;
+};
+
+/// Where a run's output first went wrong.
+struct Failure {
+  bool warmup = false;
+  int pair = 0;             ///< the pair (time_pair) or sample (time_single) number
+  int sample = -1;          ///< index of the run's time in `ms.samples`; -1: not kept
+  GpuMismatch mismatch;
+  std::string where;        ///< "C[17][4000]"
+  std::string got, expected;  ///< the words as text
+};
+
+/// Whether the runs' outputs were right, and where the first wrong one was.
+struct Verification {
+  bool checked = false;
+  bool passed = false;
+  std::string message;
+  std::string against;        ///< what the output was compared with
+  std::string rule;           ///< Check::describe()
+  int samples_total = 0;      ///< timed runs compared (refused ones included)
+  int samples_verified = 0;   ///< of those, the ones that matched
+  int warmup_total = 0, warmup_verified = 0;
+  std::optional<Failure> first_failure;
+};
+
+/// The determinism check (see Check::determinism).
+struct DeterminismResult {
+  bool checked = false;
+  bool required = false;
+  bool identical = true;
+  int runs = 0;               ///< pairs whose candidate output was checked for determinism
+  std::string method;
+  std::string message;
+  std::optional<Failure> first_failure;
+};
+
+/// Kernels launched by each timed call (warm-up and refused runs included).
+struct LaunchStats {
+  bool counted = false;  ///< false: the executable was not linked with the wrap options
+  std::vector<std::uint64_t> per_call;
+  std::uint64_t min = 0, max = 0;
+  double median = 0;
+};
+
+/// A run the host-time cross-check refused.
+struct Refusal {
+  bool warmup = false;
+  int pair = 0;
+  std::string side;  ///< "baseline", "candidate" or "case"
+  double event_ms = 0, host_ms = 0;
+};
+
+/// The host-time cross-check's verdict on one measurement.
+struct Review {
+  bool flagged = false;
+  std::vector<std::string> reasons;
+  std::vector<Refusal> refused;
+  std::string rule;
+};
+
+/// One side of a measurement.
+struct SideResult {
+  std::string name;
+  SampleStats ms;       ///< event times of the kept runs
+  SampleStats host_ms;  ///< host times of the same runs
+  double host_margin_ms = 0;  ///< median of host - event time over every timed run
+  Verification verification;
+  LaunchStats launches;
 };
 
 /// Result of timing two cases interleaved.
 struct PairTiming {
-  std::string baseline;
-  std::string candidate;
-  SampleStats baseline_ms;
-  SampleStats candidate_ms;
-  SampleStats speedup;  ///< baseline time / candidate time, one value per pair
+  SideResult baseline;
+  SideResult candidate;
+  SampleStats speedup;  ///< baseline time / candidate time, one value per kept pair
   bool converged = false;
   double wall_seconds = 0;
+  int warmup_pairs = 0;
+  int refused_pairs = 0;
+  DeterminismResult determinism;
+  Review review;
+};
+
+/// Result of timing one case alone.
+struct CaseTiming {
+  SideResult result;
+  bool converged = false;
+  double wall_seconds = 0;
+  int refused_samples = 0;
+  DeterminismResult determinism;
+  Review review;
 };
 
 /// RAII pair of CUDA events.
@@ -92,20 +289,26 @@ class Harness {
  public:
   Harness(std::size_t l2_bytes, TimingOptions options);
 
-  /// One sample: flush L2, then time `launch(sample)` with events; checks for errors.
-  double time_once(const Launch& launch, int sample);
-  /// Samples one case until converged or capped.
-  SampleStats time_single(const TimedCase& c, bool* converged = nullptr);
-  /// Interleaves baseline and candidate, A B A B, until converged or capped.
-  PairTiming time_pair(const TimedCase& baseline, const TimedCase& candidate);
+  /// Interleaves baseline and candidate, A B A B, until converged, capped, wrong or flagged.
+  PairTiming time_pair(const Measurement& m);
+  /// Samples `m.candidate` alone (needs `m.reference` or `m.expected`).
+  CaseTiming time_single(const Measurement& m);
 
   const TimingOptions& options() const { return options_; }
   std::size_t flush_bytes() const { return flusher_.bytes(); }
 
  private:
+  struct Run;
+  struct Outcome;
+  Outcome measure(const Measurement& m, bool pair);
+  Run run_timed(const TimedCase& c, const Sample& s, const char* nvtx);
+  void run_untimed(const TimedCase& c, const Sample& s, const char* nvtx);
+  std::uint64_t pair_key(const std::string& salt, bool warmup, int pair) const;
+
   TimingOptions options_;
   L2Flusher flusher_;
   EventTimer timer_;
+  GpuComparer comparer_;
 };
 
 }  // namespace cml

@@ -1,6 +1,8 @@
 // Lab 02 bench: the uncoalesced baseline against the student's fixed mapping (interleaved,
 // scored), then effective bandwidth of a read at strides 1-32 floats beside a plain copy of
-// the same size. Prints one JSON document.
+// the same size. Timing protocol: common/include/cml/timing.hpp (fresh inputs for every
+// pair, every output verified whole on the GPU, host-time cross-check, launches counted).
+// Prints one JSON document.
 //   lab02_bench_<variant> [--rows R --cols C (default 8192)] [--count N (default 2^24)]
 //                         [--stride S (only this stride; default: 1 2 4 8 16 32)] [--json PATH] ...
 #include <cuda_runtime.h>
@@ -13,48 +15,13 @@
 #include "cml/bench.hpp"
 #include "cml/buffer.hpp"
 #include "cml/check.hpp"
-#include "cml/compare.hpp"
-#include "cml/random.hpp"
+#include "cml/gpu_verify.hpp"
 #include "coalescing.cuh"
 
 namespace {
 
-constexpr int kInputSets = 2;  // inputs rotate between samples
 constexpr float kFactor = 3.0f;
 constexpr int kMaxStride = 32;
-
-// Checks a scale output against factor·input of the set the last sample used.
-cml::Verification verify_scale(const std::vector<std::vector<float>>& inputs, int sample,
-                               const cml::DeviceBuffer<float>& d_out, int rows, int cols,
-                               std::uint64_t seed) {
-  const auto& in = inputs[sample % kInputSets];
-  std::vector<double> expected(in.size());
-  for (std::size_t i = 0; i < in.size(); ++i) expected[i] = static_cast<double>(kFactor) * in[i];
-  cml::CompareContext ctx;
-  ctx.name = "out";
-  ctx.cols = static_cast<std::size_t>(cols);
-  ctx.size = std::to_string(rows) + "x" + std::to_string(cols);
-  ctx.seed = seed;
-  const auto result = cml::compare(d_out.download(), expected, cml::Tolerance{1e-6, 0.0}, ctx);
-  return {true, result.ok, result.ok ? "every element matches" : result.message};
-}
-
-// The sweep's input holds value(j) at index j: distinct for 2^24 consecutive indices and
-// exact in a float, so a read from the wrong index shows.
-float pattern_value(std::size_t j) { return static_cast<float>(j & 0xFFFFFFu); }
-
-cml::Verification verify_strided(const cml::DeviceBuffer<float>& d_out, int stride) {
-  const auto out = d_out.download();
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const float want = pattern_value(i * static_cast<std::size_t>(stride));
-    if (out[i] != want) {
-      return {true, false,
-              "out[" + std::to_string(i) + "] = " + std::to_string(out[i]) + ", expected " +
-                  std::to_string(want) + " (stride " + std::to_string(stride) + ")"};
-    }
-  }
-  return {true, true, "every element matches"};
-}
 
 }  // namespace
 
@@ -79,83 +46,80 @@ int main(int argc, char** argv) {
     report.param("rows", rows);
     report.param("cols", cols);
     report.param("count", static_cast<double>(count));
-    const auto last = [](const cml::SampleStats& s) {
-      return static_cast<int>(s.samples.size()) - 1;
-    };
 
     // The scored comparison: same operation, same launch shape, only the mapping differs.
+    // out = factor·in is one multiply per element, so the candidate's output must equal the
+    // baseline's bit for bit.
     {
       const std::size_t elements = static_cast<std::size_t>(rows) * cols;
-      std::vector<std::vector<float>> h_in;
-      std::vector<cml::DeviceBuffer<float>> d_in;
-      for (int s = 0; s < kInputSets; ++s) {
-        h_in.push_back(cml::random_floats(elements, cml::derive_seed(args.seed, s)));
-        d_in.emplace_back(elements);
-        d_in.back().upload(h_in.back());
-      }
-      // Separate outputs, poisoned once: each one's last timed run is what gets checked.
-      cml::DeviceBuffer<float> d_base(elements), d_cand(elements);
-      d_base.poison();
-      d_cand.poison();
-      const auto timed = [&](const std::string& name, float* out, auto scale) {
-        return cml::TimedCase{name, [&d_in, out, scale, rows, cols](int sample) {
-                                scale(d_in[sample % kInputSets].data(), out, rows, cols, kFactor);
-                              }};
+      cml::DeviceBuffer<float> d_in(elements), d_base(elements), d_cand(elements);
+      cml::FreshInputs inputs;
+      inputs.uniform(d_in);
+      using Scale = void (*)(const float*, float*, int, int, float);
+      const auto call = [&](const std::string& name, cml::DeviceBuffer<float>& out, Scale scale) {
+        const float* in = d_in.data();
+        float* o = out.data();
+        return cml::TimedCase{name,
+                              [in, o, scale, rows, cols](const cml::Sample&) {
+                                scale(in, o, rows, cols, kFactor);
+                              },
+                              cml::device_array(out)};
       };
-      const auto t = harness.time_pair(
-          timed("uncoalesced", d_base.data(), lab02::scale_uncoalesced),
-          timed("coalesced", d_cand.data(), lab02::scale_coalesced));
+      cml::Measurement m;
+      m.baseline = call("uncoalesced", d_base, lab02::scale_uncoalesced);
+      m.candidate = call("coalesced", d_cand, lab02::scale_coalesced);
+      m.inputs = &inputs;
+      m.check = cml::Check::exact_match("out", static_cast<std::size_t>(cols));
+      const auto t = harness.time_pair(m);
       const cml::Work work{static_cast<double>(elements), 2.0 * elements * sizeof(float)};
-      report.add_comparison("coalesced", t, work,
-                            verify_scale(h_in, last(t.baseline_ms), d_base, rows, cols, args.seed),
-                            verify_scale(h_in, last(t.candidate_ms), d_cand, rows, cols, args.seed));
-      std::cerr << "uncoalesced " << t.baseline_ms.median << " ms, coalesced "
-                << t.candidate_ms.median << " ms, speedup " << t.speedup.median << "x\n";
+      report.add_comparison("coalesced", t, work);
+      std::cerr << "coalesced: " << cml::summary(t) << "\n";
     }
 
     // Bandwidth against stride: `count` floats read `stride` apart and written contiguously,
     // beside a plain device-to-device copy of `count` floats. Effective bandwidth counts only
     // the bytes the kernel needs (count floats in, count out), so the fraction of the copy's
-    // bandwidth is the copy's time over the strided read's.
+    // bandwidth is the copy's time over the strided read's. Each output is checked against
+    // the input itself (every stride-th element), regenerated for every sample.
     {
       const int max_stride = only_stride > 0 ? only_stride : kMaxStride;
       const std::size_t span = (count - 1) * max_stride + 1;
       cml::DeviceBuffer<float> d_in(span), d_out(count);
-      const std::size_t chunk = std::size_t{1} << 24;
-      std::vector<float> h_chunk(chunk);
-      for (std::size_t j = 0; j < chunk; ++j) h_chunk[j] = pattern_value(j);
-      for (std::size_t at = 0; at < span; at += chunk) {
-        const std::size_t n = std::min(chunk, span - at);
-        CUDA_CHECK(cudaMemcpy(d_in.data() + at, h_chunk.data(), n * sizeof(float),
-                              cudaMemcpyHostToDevice));
-      }
+      cml::FreshInputs inputs;
+      inputs.uniform(d_in);
       const cml::Work work{0.0, 2.0 * count * sizeof(float)};
+      const auto measure = [&](const std::string& name, const cml::Launch& launch, int stride) {
+        cml::Measurement m;
+        m.candidate = cml::TimedCase{name, launch, cml::device_array(d_out)};
+        m.expected = cml::device_array(d_in);
+        m.map = cml::IndexMap::strided(static_cast<std::size_t>(stride));
+        m.inputs = &inputs;
+        m.check = cml::Check::exact_match("out");
+        return harness.time_single(m);
+      };
 
-      d_out.poison();
-      bool converged = false;
-      const auto copy_ms = harness.time_single(
-          cml::TimedCase{"copy", [&](int) {
-                           CUDA_CHECK(cudaMemcpyAsync(d_out.data(), d_in.data(),
-                                                      count * sizeof(float),
-                                                      cudaMemcpyDeviceToDevice, 0));
-                         }},
-          &converged);
-      report.add_case("copy", copy_ms, converged, work, verify_strided(d_out, 1));
+      float* out = d_out.data();
+      const float* in = d_in.data();
+      const auto copy = measure(
+          "copy",
+          [=](const cml::Sample&) {
+            CUDA_CHECK(cudaMemcpyAsync(out, in, count * sizeof(float), cudaMemcpyDeviceToDevice, 0));
+          },
+          1);
+      report.add_case("copy", copy, work);
+      std::cerr << "copy: " << cml::summary(copy) << "\n";
 
       std::vector<int> strides = {1, 2, 4, 8, 16, 32};
       if (only_stride > 0) strides = {only_stride};
       for (const int stride : strides) {
         const std::string name = "stride_" + std::to_string(stride);
-        d_out.poison();
-        const auto ms = harness.time_single(
-            cml::TimedCase{name, [&, stride](int) {
-                             lab02::strided_read(d_in.data(), d_out.data(), count, stride);
-                           }},
-            &converged);
-        report.add_case(name, ms, converged, work, verify_strided(d_out, stride));
-        report.metric(name + "_fraction_of_copy", copy_ms.median / ms.median);
-        std::cerr << name << ": " << 2.0 * count * sizeof(float) / ms.median * 1e-6
-                  << " GB/s effective, " << copy_ms.median / ms.median << " of a plain copy\n";
+        const auto t = measure(
+            name, [=](const cml::Sample&) { lab02::strided_read(in, out, count, stride); }, stride);
+        report.add_case(name, t, work);
+        report.metric(name + "_fraction_of_copy", copy.result.ms.median / t.result.ms.median);
+        std::cerr << name << ": " << 2.0 * count * sizeof(float) / t.result.ms.median * 1e-6
+                  << " GB/s effective, " << copy.result.ms.median / t.result.ms.median
+                  << " of a plain copy; " << cml::summary(t) << "\n";
       }
     }
     return report.write();

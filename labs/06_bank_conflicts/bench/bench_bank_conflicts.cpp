@@ -1,8 +1,9 @@
 // Lab 06 bench: the naive transpose against the conflicted and the padded tile transposes,
-// interleaved per the project's timing protocol; a plain copy and cudaMemcpy timed alone as
-// yardsticks; and the clock64() cycles per shared-memory access at strides 1..32, the
-// broadcast and the padded struct, beside the conflict degree the student's model predicts.
-// Prints one JSON document.
+// interleaved per the project's timing protocol (common/include/cml/timing.hpp: fresh inputs
+// for every pair, every output verified whole on the GPU, host-time cross-check, launches
+// counted); a plain copy and cudaMemcpy timed alone as yardsticks; and the clock64() cycles
+// per shared-memory access at strides 1..32, the broadcast and the padded struct, beside the
+// conflict degree the student's model predicts. Prints one JSON document.
 //   labNN_bench_<variant> [--n 8192] [--probe-iterations 4096] [--json PATH] [--seed N] ...
 #include <cuda_runtime.h>
 
@@ -14,37 +15,7 @@
 #include "cml/bench.hpp"
 #include "cml/buffer.hpp"
 #include "cml/check.hpp"
-#include "cml/matmul_ref.hpp"
-#include "cml/random.hpp"
-
-namespace {
-
-constexpr int kInputSets = 2;  // inputs rotate between samples
-
-// Checks sampled rows of `d_out` against the input the last timed run (`sample`) used: for a
-// transpose, row r of the output is column r of the input; for a copy, row r itself.
-cml::Verification verify(const std::vector<std::vector<float>>& h_in, int sample,
-                         const cml::DeviceBuffer<float>& d_out, int n, bool transposed) {
-  const std::vector<float>& in = h_in[sample % kInputSets];
-  const std::vector<float> out = d_out.download();
-  for (const std::size_t r : cml::sample_rows(n, 16)) {
-    for (int c = 0; c < n; ++c) {
-      const std::size_t at = r * n + c;
-      const float want = transposed ? in[static_cast<std::size_t>(c) * n + r] : in[at];
-      if (out[at] != want) {
-        return {true, false,
-                "out[" + std::to_string(r) + "][" + std::to_string(c) + "] = " +
-                    std::to_string(out[at]) + ", expected " + std::to_string(want) +
-                    " (n=" + std::to_string(n) + ")"};
-      }
-    }
-  }
-  return {true, true, "output matches on sampled rows"};
-}
-
-int last(const cml::SampleStats& s) { return static_cast<int>(s.samples.size()) - 1; }
-
-}  // namespace
+#include "cml/gpu_verify.hpp"
 
 int main(int argc, char** argv) {
   const auto args = cml::parse_bench_args(
@@ -55,68 +26,74 @@ int main(int argc, char** argv) {
   const cml::DeviceInfo device = cml::bench_device();
   try {
     const std::size_t count = static_cast<std::size_t>(n) * n;
-    std::vector<std::vector<float>> h_in;
-    std::vector<cml::DeviceBuffer<float>> d_in;
-    for (int s = 0; s < kInputSets; ++s) {
-      h_in.push_back(cml::random_floats(count, cml::derive_seed(args.seed, s)));
-      d_in.emplace_back(count);
-      d_in.back().upload(h_in.back());
-    }
-    // One output per case, poisoned once, so each verification sees its own last timed run.
-    cml::DeviceBuffer<float> d_naive(count), d_conflicted(count), d_padded(count), d_copy(count);
-    for (auto* b : {&d_naive, &d_conflicted, &d_padded, &d_copy}) b->poison();
+    cml::DeviceBuffer<float> d_in(count), d_base(count), d_cand(count);
+    cml::FreshInputs inputs;
+    inputs.uniform(d_in);
 
     cml::Harness harness(device.l2_bytes, args.timing);
     cml::BenchReport report(CML_LAB, CML_VARIANT, args, device, harness.flush_bytes());
     report.param("n", n);
     report.param("block", "32x8 threads, 4 elements per thread");
     const cml::Work work{0.0, 2.0 * count * sizeof(float)};  // read once, write once
+    const auto un = static_cast<std::size_t>(n);
 
+    // Every output is checked, bit for bit, against the input itself (transposed, or as it is
+    // for the copies), regenerated for every pair: both sides of every comparison are checked.
     using Fn = void (*)(const float*, float*, int, int);
-    auto timed = [&](const std::string& name, cml::DeviceBuffer<float>& out, Fn fn) {
+    const auto call = [&](const std::string& name, cml::DeviceBuffer<float>& out, Fn fn) {
+      const float* in = d_in.data();
       float* o = out.data();
-      return cml::TimedCase{name, [&d_in, o, fn, n](int sample) {
-                              fn(d_in[sample % kInputSets].data(), o, n, n);
-                            }};
+      return cml::TimedCase{name, [in, o, fn, n](const cml::Sample&) { fn(in, o, n, n); },
+                            cml::device_array(out)};
     };
-    const auto naive = timed("naive", d_naive, lab06::transpose_naive);
-    const auto conflicted = timed("tiled_conflicted", d_conflicted, lab06::transpose_tiled_conflicted);
-    const auto padded = timed("tiled_padded", d_padded, lab06::transpose_tiled_padded);
-
-    const auto compare = [&](const std::string& name, const cml::TimedCase& base,
-                             cml::DeviceBuffer<float>& base_out, const cml::TimedCase& cand,
-                             cml::DeviceBuffer<float>& cand_out) {
-      const auto t = harness.time_pair(base, cand);
-      report.add_comparison(name, t, work, verify(h_in, last(t.baseline_ms), base_out, n, true),
-                            verify(h_in, last(t.candidate_ms), cand_out, n, true));
-      std::cerr << name << ": " << base.name << " " << t.baseline_ms.median << " ms, "
-                << cand.name << " " << t.candidate_ms.median << " ms, speedup "
-                << t.speedup.median << "x\n";
+    const auto measurement = [&](cml::IndexMap map) {
+      cml::Measurement m;
+      m.inputs = &inputs;
+      m.expected = cml::device_array(d_in);
+      m.map = map;
+      m.check = cml::Check::exact_match("out", un);
+      return m;
+    };
+    const auto compare = [&](const std::string& name, const std::string& base_name, Fn base,
+                             const std::string& cand_name, Fn cand) {
+      cml::Measurement m = measurement(cml::IndexMap::transposed(un, un));
+      m.baseline = call(base_name, d_base, base);
+      m.candidate = call(cand_name, d_cand, cand);
+      const auto t = harness.time_pair(m);
+      report.add_comparison(name, t, work);
+      std::cerr << name << ": " << cml::summary(t) << "\n";
       return t;
     };
-    const auto t_conflicted = compare("conflicted", naive, d_naive, conflicted, d_conflicted);
-    const auto t_padded = compare("padded", naive, d_naive, padded, d_padded);  // scored
-    compare("padded_vs_conflicted", conflicted, d_conflicted, padded, d_padded);
+    const auto t_conflicted = compare("conflicted", "naive", lab06::transpose_naive,
+                                      "tiled_conflicted", lab06::transpose_tiled_conflicted);
+    const auto t_padded = compare("padded", "naive", lab06::transpose_naive, "tiled_padded",
+                                  lab06::transpose_tiled_padded);  // scored
+    compare("padded_vs_conflicted", "tiled_conflicted", lab06::transpose_tiled_conflicted,
+            "tiled_padded", lab06::transpose_tiled_padded);
 
     // Yardsticks: the same bytes moved with every access coalesced, by a kernel and by the
     // driver's device-to-device copy.
-    bool converged = false;
-    const auto copy = timed("copy", d_copy, lab06::copy_matrix);
-    const auto copy_ms = harness.time_single(copy, &converged);
-    report.add_case("copy", copy_ms, converged, work,
-                    verify(h_in, last(copy_ms), d_copy, n, false));
-    const cml::TimedCase memcpy_case{"memcpy_d2d", [&](int sample) {
-      CUDA_CHECK(cudaMemcpyAsync(d_copy.data(), d_in[sample % kInputSets].data(),
-                                 count * sizeof(float), cudaMemcpyDeviceToDevice, 0));
-    }};
-    d_copy.poison();
-    const auto memcpy_ms = harness.time_single(memcpy_case, &converged);
-    report.add_case("memcpy_d2d", memcpy_ms, converged, work,
-                    verify(h_in, last(memcpy_ms), d_copy, n, false));
-    report.metric("naive_fraction_of_copy", copy_ms.median / t_padded.baseline_ms.median);
-    report.metric("conflicted_fraction_of_copy", copy_ms.median / t_conflicted.candidate_ms.median);
-    report.metric("padded_fraction_of_copy", copy_ms.median / t_padded.candidate_ms.median);
-    report.metric("padded_fraction_of_memcpy", memcpy_ms.median / t_padded.candidate_ms.median);
+    cml::Measurement copy = measurement(cml::IndexMap::identity());
+    copy.candidate = call("copy", d_cand, lab06::copy_matrix);
+    const auto copy_t = harness.time_single(copy);
+    report.add_case("copy", copy_t, work);
+    std::cerr << "copy: " << cml::summary(copy_t) << "\n";
+    cml::Measurement memcpy_m = measurement(cml::IndexMap::identity());
+    memcpy_m.candidate = cml::TimedCase{
+        "memcpy_d2d",
+        [in = d_in.data(), o = d_cand.data(), count](const cml::Sample&) {
+          CUDA_CHECK(cudaMemcpyAsync(o, in, count * sizeof(float), cudaMemcpyDeviceToDevice, 0));
+        },
+        cml::device_array(d_cand)};
+    const auto memcpy_t = harness.time_single(memcpy_m);
+    report.add_case("memcpy_d2d", memcpy_t, work);
+    std::cerr << "memcpy_d2d: " << cml::summary(memcpy_t) << "\n";
+    const double copy_ms = copy_t.result.ms.median;
+    report.metric("naive_fraction_of_copy", copy_ms / t_padded.baseline.ms.median);
+    report.metric("conflicted_fraction_of_copy", copy_ms / t_conflicted.candidate.ms.median);
+    report.metric("padded_fraction_of_copy", copy_ms / t_padded.candidate.ms.median);
+    report.metric("padded_fraction_of_memcpy",
+                  memcpy_t.result.ms.median / t_padded.candidate.ms.median);
 
     // Cycles per warp-wide shared load against the stride between lanes, with the conflict
     // degree the (student's) model predicts for the same addresses.
@@ -132,7 +109,11 @@ int main(int argc, char** argv) {
       for (int lane = 0; lane < lab06::kWarpSize; ++lane) {
         addresses.push_back(static_cast<std::uint32_t>(lane * p.stride * lab06::kBankWordBytes));
       }
-      const double cycles = lab06::measure_cycles_per_access(p.stride, probe_iterations);
+      double cycles = 0;
+      {
+        cml::NvtxRange range(cml::kNvtxCase);  // given code, untimed by the harness
+        cycles = lab06::measure_cycles_per_access(p.stride, probe_iterations);
+      }
       report.metric(std::string("cycles_per_access_") + p.name, cycles);
       report.metric(std::string("predicted_degree_") + p.name, lab06::conflict_degree(addresses));
       std::cerr << p.name << ": " << cycles << " cycles per access\n";

@@ -1,7 +1,10 @@
 // Lab 07 bench: the pointer chase launched with the baseline's configuration against the
-// student's, interleaved per the project's timing protocol; then the same chase over a sweep
-// of block sizes and launch bounds, each timed alone, with the occupancy the runtime predicts
-// for it: the throughput-against-occupancy curve. Prints one JSON document.
+// student's, interleaved per the project's timing protocol (common/include/cml/timing.hpp:
+// fresh table and seed for every pair, every output verified whole on the GPU, host-time
+// cross-check, launches counted); then the same chase over a sweep of block sizes and launch
+// bounds, each timed alone (checked against the baseline's output for the same inputs),
+// with the occupancy the runtime predicts for it: the throughput-against-occupancy curve.
+// Prints one JSON document.
 //   lab07_bench_<variant> [--lines-log2 21] [--warps 65536] [--rounds 2] [--json PATH] ...
 #include <cuda_runtime.h>
 
@@ -14,7 +17,7 @@
 #include "cml/bench.hpp"
 #include "cml/buffer.hpp"
 #include "cml/check.hpp"
-#include "cml/compare.hpp"
+#include "cml/gpu_verify.hpp"
 #include "occupancy.cuh"
 
 namespace {
@@ -70,29 +73,6 @@ int registers_of(const void* kernel) {
   return attr.numRegs;
 }
 
-// Checks the first, middle and last warps of the output against the CPU model.
-cml::Verification verify(const std::vector<std::uint32_t>& table, const ChaseParams& p,
-                         const cml::DeviceBuffer<std::uint32_t>& d_out, std::uint64_t seed) {
-  const auto out = d_out.download();
-  const int w = p.warps;
-  const int picks[] = {0, w / 2, std::max(0, w - 4)};
-  for (int first : picks) {
-    const int count = std::min(4, w - first);
-    const auto want = lab07::chase_reference(table, p, first, count);
-    for (int i = 0; i < count * lab07::kWarpSize; ++i) {
-      const std::size_t at = static_cast<std::size_t>(first) * lab07::kWarpSize + i;
-      if (out[at] != want[i]) {
-        return {true, false,
-                "out[" + std::to_string(first + i / lab07::kWarpSize) + "][" +
-                    std::to_string(i % lab07::kWarpSize) + "] = " + std::to_string(out[at]) +
-                    ", expected " + std::to_string(want[i]) + " (seed " + std::to_string(seed) +
-                    ")" + (cml::is_poison(out[at]) ? ": never written" : "")};
-      }
-    }
-  }
-  return {true, true, "first, middle and last warps match the CPU model"};
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,10 +87,16 @@ int main(int argc, char** argv) {
     p.line_mask = static_cast<std::uint32_t>((std::size_t{1} << lines_log2) - 1);
     p.warps = static_cast<int>(args.get_int("warps", 65536));
     p.rounds = static_cast<int>(args.get_int("rounds", 2));
-    p.seed = static_cast<std::uint32_t>(args.seed);
-    const auto table = lab07::make_chase_table(std::size_t{1} << lines_log2, args.seed);
-    cml::DeviceBuffer<std::uint32_t> d_table(table.size());
-    d_table.upload(table);
+    // The table (random words) and the key schedule's seed are new for every pair: the table
+    // is regenerated on the GPU, the seed derived from the pair's key.
+    cml::DeviceBuffer<std::uint32_t> d_table((std::size_t{1} << lines_log2) * lab07::kWarpSize);
+    cml::FreshInputs inputs;
+    inputs.bits(d_table);
+    const auto params = [p](const cml::Sample& s) {
+      ChaseParams q = p;
+      q.seed = static_cast<std::uint32_t>(s.key >> 32);
+      return q;
+    };
     const std::size_t words = static_cast<std::size_t>(p.warps) * lab07::kWarpSize;
     cml::DeviceBuffer<std::uint32_t> d_base(words), d_out(words);
 
@@ -134,22 +120,30 @@ int main(int argc, char** argv) {
     report.metric("tuned_registers", registers_of(tuned_cfg.kernel));
     report.metric("tuned_predicted_occupancy", tuned_occ);
 
-    const std::uint32_t* table_ptr = d_table.data();
+    // Integer arithmetic: every launch configuration gives the same words, so every output is
+    // compared bit for bit with the baseline's (given code) for the same table and seed.
+    const std::uint32_t* table = d_table.data();
+    const cml::TimedCase baseline{
+        "baseline",
+        [=, out = d_base.data()](const cml::Sample& s) {
+          lab07::chase_baseline(table, out, params(s));
+        },
+        cml::device_array(d_base)};
     {
-      d_base.poison();
-      d_out.poison();
-      std::uint32_t* base_out = d_base.data();
-      std::uint32_t* tuned_out = d_out.data();
-      const cml::TimedCase baseline{
-          "baseline", [=](int) { lab07::chase_baseline(table_ptr, base_out, p); }};
-      const cml::TimedCase tuned{"tuned", [=](int) { lab07::chase_tuned(table_ptr, tuned_out, p); }};
-      const auto t = harness.time_pair(baseline, tuned);
-      report.add_comparison("tuned", t, work, verify(table, p, d_base, args.seed),
-                            verify(table, p, d_out, args.seed));
-      std::cerr << "baseline " << t.baseline_ms.median << " ms (predicted occupancy "
-                << base_occ * 100 << " %), tuned " << t.candidate_ms.median
-                << " ms (predicted " << tuned_occ * 100 << " %), speedup " << t.speedup.median
-                << "x\n";
+      cml::Measurement m;
+      m.baseline = baseline;
+      m.candidate = cml::TimedCase{
+          "tuned",
+          [=, out = d_out.data()](const cml::Sample& s) {
+            lab07::chase_tuned(table, out, params(s));
+          },
+          cml::device_array(d_out)};
+      m.inputs = &inputs;
+      m.check = cml::Check::exact_match("out", lab07::kWarpSize);
+      const auto t = harness.time_pair(m);
+      report.add_comparison("tuned", t, work);
+      std::cerr << "tuned (predicted occupancy " << base_occ * 100 << " % -> " << tuned_occ * 100
+                << " %): " << cml::summary(t) << "\n";
     }
 
     for (const auto& point : sweep_points()) {
@@ -160,23 +154,26 @@ int main(int argc, char** argv) {
         std::cerr << point.name << ": does not fit on this GPU, skipped\n";
         continue;
       }
-      d_out.poison();
-      std::uint32_t* out = d_out.data();
       const unsigned grid = static_cast<unsigned>(
           (static_cast<long long>(p.warps) * lab07::kWarpSize + point.block - 1) / point.block);
       const Kernel kernel = point.kernel;
       const int block = point.block;
-      const cml::TimedCase c{point.name, [=](int) {
-                               kernel<<<grid, block>>>(table_ptr, out, p);
-                               CUDA_CHECK_LAUNCH();
-                             }};
-      bool converged = false;
-      const auto ms = harness.time_single(c, &converged);
-      report.add_case(point.name, ms, converged, work, verify(table, p, d_out, args.seed));
+      cml::Measurement m;
+      m.candidate = cml::TimedCase{point.name,
+                                   [=, out = d_out.data()](const cml::Sample& s) {
+                                     kernel<<<grid, block>>>(table, out, params(s));
+                                     CUDA_CHECK_LAUNCH();
+                                   },
+                                   cml::device_array(d_out)};
+      m.reference = baseline;
+      m.inputs = &inputs;
+      m.check = cml::Check::exact_match("out", lab07::kWarpSize);
+      const auto t = harness.time_single(m);
+      report.add_case(point.name, t, work);
       report.metric(point.name + ".predicted_occupancy", occ);
       report.metric(point.name + ".registers", regs);
       std::cerr << point.name << ": " << regs << " registers, predicted occupancy " << occ * 100
-                << " %, " << ms.median << " ms\n";
+                << " %; " << cml::summary(t) << "\n";
     }
     return report.write();
   } catch (const std::exception& err) {

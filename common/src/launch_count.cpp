@@ -1,0 +1,78 @@
+// Kernel-launch counting through the linker's --wrap (see launch_count.hpp). Each
+// __wrap_NAME counts and forwards to __real_NAME, which the linker binds to the runtime's
+// NAME. The __real_ declarations are weak so that an executable linked without the wrap
+// options (where nothing calls a __wrap_ function) still links.
+#include "cml/launch_count.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+
+namespace {
+std::atomic<std::uint64_t> g_launches{0};
+inline void count_one() { g_launches.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace
+
+// Argument lists of the entry points, as the CUDA 13 headers declare them.
+#define CML_KERNEL_ARGS \
+  dim3 grid, dim3 block, void** args, std::size_t shared, cudaStream_t stream
+#define CML_KERNEL_PASS grid, block, args, shared, stream
+
+// Declares NAME (for the address check), the weak __real_NAME and defines __wrap_NAME.
+#define CML_WRAP(NAME, PARAMS, PASS)                                                \
+  cudaError_t NAME PARAMS;                                                          \
+  cudaError_t __real_##NAME PARAMS __attribute__((weak));                           \
+  cudaError_t __wrap_##NAME PARAMS {                                                \
+    count_one();                                                                    \
+    if (__real_##NAME == nullptr) return cudaErrorNotSupported;                     \
+    return __real_##NAME PASS;                                                      \
+  }
+
+extern "C" {
+CML_WRAP(__cudaLaunchKernel, (cudaKernel_t kernel, CML_KERNEL_ARGS), (kernel, CML_KERNEL_PASS))
+CML_WRAP(__cudaLaunchKernel_ptsz, (cudaKernel_t kernel, CML_KERNEL_ARGS),
+         (kernel, CML_KERNEL_PASS))
+CML_WRAP(cudaLaunchKernel, (const void* func, CML_KERNEL_ARGS), (func, CML_KERNEL_PASS))
+CML_WRAP(cudaLaunchKernel_ptsz, (const void* func, CML_KERNEL_ARGS), (func, CML_KERNEL_PASS))
+CML_WRAP(cudaLaunchCooperativeKernel, (const void* func, CML_KERNEL_ARGS),
+         (func, CML_KERNEL_PASS))
+CML_WRAP(cudaLaunchCooperativeKernel_ptsz, (const void* func, CML_KERNEL_ARGS),
+         (func, CML_KERNEL_PASS))
+CML_WRAP(cudaLaunchKernelExC, (const cudaLaunchConfig_t* config, const void* func, void** args),
+         (config, func, args))
+CML_WRAP(cudaLaunchKernelExC_ptsz,
+         (const cudaLaunchConfig_t* config, const void* func, void** args), (config, func, args))
+CML_WRAP(cudaGraphLaunch, (cudaGraphExec_t exec, cudaStream_t stream), (exec, stream))
+CML_WRAP(cudaGraphLaunch_ptsz, (cudaGraphExec_t exec, cudaStream_t stream), (exec, stream))
+}  // extern "C"
+
+namespace cml {
+namespace {
+
+// True when the linker sent this object's reference to `original` to `wrapper`. Read
+// through volatile so the compiler cannot decide the comparison itself.
+template <class F>
+bool wrapped(F* original, F* wrapper) {
+  F* volatile seen = original;
+  F* volatile own = wrapper;
+  return seen == own;
+}
+
+}  // namespace
+
+std::uint64_t launch_count() { return g_launches.load(std::memory_order_relaxed); }
+
+bool launch_counting_active() {
+  return wrapped(&__cudaLaunchKernel, &__wrap___cudaLaunchKernel) &&
+         wrapped(&__cudaLaunchKernel_ptsz, &__wrap___cudaLaunchKernel_ptsz) &&
+         wrapped(&cudaLaunchKernel, &__wrap_cudaLaunchKernel) &&
+         wrapped(&cudaLaunchKernel_ptsz, &__wrap_cudaLaunchKernel_ptsz) &&
+         wrapped(&cudaLaunchCooperativeKernel, &__wrap_cudaLaunchCooperativeKernel) &&
+         wrapped(&cudaLaunchCooperativeKernel_ptsz, &__wrap_cudaLaunchCooperativeKernel_ptsz) &&
+         wrapped(&cudaLaunchKernelExC, &__wrap_cudaLaunchKernelExC) &&
+         wrapped(&cudaLaunchKernelExC_ptsz, &__wrap_cudaLaunchKernelExC_ptsz) &&
+         wrapped(&cudaGraphLaunch, &__wrap_cudaGraphLaunch) &&
+         wrapped(&cudaGraphLaunch_ptsz, &__wrap_cudaGraphLaunch_ptsz);
+}
+
+}  // namespace cml

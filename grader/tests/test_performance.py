@@ -1,0 +1,191 @@
+"""measure.performance() on bench documents of schema cml-bench/2: the harness's verdicts on
+the scored comparison (whole-output verification, launches per call, determinism, the
+host-time review flag) decide the speed part before any speed is scored.
+
+The fixtures in data/bench_v2/ are lab 04's bench as it ran on an H100 (verified.json,
+reference.json), and the same document with one timed sample wrong (mismatch.json), work
+escaping the timing events (review.json) and calls that launched no kernel (no_launch.json).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import tempfile
+import unittest
+from pathlib import Path
+from types import SimpleNamespace
+from unittest import mock
+
+from grader import measure, parsers
+from grader.result import GRADED, NOT_MEASURED, REVIEW
+from grader.rubric import Performance
+
+DATA = Path(__file__).parent / "data" / "bench_v2"
+GROUP = "Tiled kernel, compile-time tile"
+
+
+def load(name: str) -> dict:
+    return json.loads((DATA / name).read_text())
+
+
+class PerformanceTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.rubric = SimpleNamespace(performance=Performance(
+            points=20, bench_args=["--n", "4096"], comparison="tiled", requires=[GROUP]))
+        binaries = {"bench_student": Path("lab04_bench_student"),
+                    "bench_solution": Path("lab04_bench_solution")}
+        self.ctx = measure.Context(run_dir=Path(self.tmp.name), env={}, identity=None, seed=7,
+                                   timeout=60, binary=binaries.get, counter=[0])
+
+    def grade(self, student: dict, reference: dict | None = None, groups=(GROUP,)):
+        docs = {"lab04_bench_student": student,
+                "lab04_bench_solution": reference or load("reference.json")}
+        # The documents go through the same reader as a real run's --json file.
+        for name, doc in docs.items():
+            parsers.parse_bench_json(json.dumps(doc), name)
+
+        def fake_run(binary, args, ctx, trusted):
+            self.assertEqual(trusted, binary.name == "lab04_bench_solution")
+            return copy.deepcopy(docs[binary.name]), "", None
+
+        with mock.patch.object(measure, "run_bench", fake_run):
+            return measure.performance(self.rubric, self.ctx, set(groups))
+
+    def test_all_verified_is_scored(self):
+        part, timing = self.grade(load("verified.json"))
+        self.assertEqual(part.status, GRADED)
+        self.assertEqual(part.points, 20)  # the same speedup as the reference: full points
+        self.assertEqual(part.reason, "")
+        student = timing["student"]
+        self.assertTrue(student["verification"]["passed"])
+        self.assertEqual(student["verification"]["samples_verified"],
+                         student["verification"]["samples_total"])
+        self.assertEqual(student["launches"]["min"], 1)
+        self.assertFalse(student["review"]["flagged"])
+        self.assertTrue(student["determinism"]["identical"])
+
+    def test_one_sample_mismatched_scores_zero_and_says_where(self):
+        part, timing = self.grade(load("mismatch.json"))
+        self.assertEqual((part.status, part.points), (GRADED, 0.0))
+        self.assertIn("correctness comes first", part.reason)
+        for text in ("timed pair 6 (sample 6)", "C[17][4000]", "got 0", "expected 21.5312538",
+                     "1 of 16777216 elements"):
+            self.assertIn(text, part.reason)
+        failure = timing["student"]["verification"]["first_failure"]
+        self.assertEqual((failure["pair"], failure["sample"], failure["index"]), (6, 6, 73632))
+
+    def test_message_rebuilt_from_the_failure_record(self):
+        doc = load("mismatch.json")
+        doc["comparisons"][0]["candidate"]["verification"]["message"] = ""
+        part, _ = self.grade(doc)
+        self.assertEqual(part.points, 0.0)
+        self.assertIn("timed pair 6 (sample 6)", part.reason)
+        self.assertIn("C[17][4000] = 0, expected 21.5312538", part.reason)
+
+    def test_review_flag_earns_nothing_until_reviewed(self):
+        part, timing = self.grade(load("review.json"))
+        self.assertEqual((part.status, part.points), (REVIEW, 0.0))
+        self.assertIn("Flagged for review", part.reason)
+        self.assertIn("escaped the timing events", part.reason)
+        self.assertIn("0.0712 ms", part.reason)
+        self.assertTrue(timing["student"]["review"]["flagged"])
+
+    def test_zero_launches_scores_zero(self):
+        part, _ = self.grade(load("no_launch.json"))
+        self.assertEqual((part.status, part.points), (GRADED, 0.0))
+        self.assertIn("your code launched no kernel", part.reason)
+
+    def test_some_calls_without_a_launch_score_zero(self):
+        doc = load("verified.json")
+        doc["comparisons"][0]["candidate"]["launches"].update(min=0, max=2, median=1)
+        part, _ = self.grade(doc)
+        self.assertEqual(part.points, 0.0)
+        self.assertIn("no kernel in some timed calls", part.reason)
+
+    def test_uncounted_launches_are_no_verdict(self):
+        doc = load("verified.json")
+        doc["comparisons"][0]["candidate"]["launches"] = {
+            "counted": False, "min": None, "max": None, "median": None, "calls": 13}
+        part, _ = self.grade(doc)
+        self.assertEqual(part.points, 20)
+
+    def test_required_determinism_failure_scores_zero(self):
+        doc = load("verified.json")
+        doc["comparisons"][0]["determinism"].update(
+            required=True, identical=False,
+            message="timed pair 2 (sample 2): 5 of 16777216 elements of C changed when the "
+                    "candidate ran again on the same inputs")
+        part, _ = self.grade(doc)
+        self.assertEqual(part.points, 0.0)
+        self.assertIn("not deterministic", part.reason)
+        self.assertIn("timed pair 2", part.reason)
+        # Reported only (a fair kernel may sum in another order): no effect on the score.
+        doc["comparisons"][0]["determinism"]["required"] = False
+        self.assertEqual(self.grade(doc)[0].points, 20)
+
+    def test_baseline_wrong_beside_the_student_scores_zero(self):
+        doc = load("verified.json")
+        v = doc["comparisons"][0]["baseline"]["verification"]
+        v.update(passed=False, message="timed pair 0: 3 of 16777216 elements of C are NaN or "
+                                       "unwritten in the trusted result")
+        part, _ = self.grade(doc)
+        self.assertEqual(part.points, 0.0)
+        self.assertIn("baseline's output was wrong", part.reason)
+
+    def test_wrong_output_comes_before_the_groups_and_the_review(self):
+        doc = load("mismatch.json")
+        doc["comparisons"][0]["review"] = load("review.json")["comparisons"][0]["review"]
+        part, _ = self.grade(doc, groups=())
+        self.assertEqual(part.status, GRADED)
+        self.assertIn("C[17][4000]", part.reason)
+
+    def test_reference_that_fails_its_own_checks_is_not_measured(self):
+        ref = load("review.json")
+        ref["variant"] = "solution"
+        part, _ = self.grade(load("verified.json"), reference=ref)
+        self.assertEqual(part.status, NOT_MEASURED)
+        self.assertIn("reference's own timing", part.reason)
+        ref = load("mismatch.json")
+        part, _ = self.grade(load("verified.json"), reference=ref)
+        self.assertEqual(part.status, NOT_MEASURED)
+        self.assertIn("the reference's timed kernel was wrong", part.reason)
+
+    def test_old_schema_is_refused(self):
+        doc = load("verified.json")
+        doc["schema"] = "cml-bench/1"
+        with self.assertRaises(parsers.BenchError):
+            parsers.parse_bench_json(json.dumps(doc))
+
+
+class FixtureShapeTest(unittest.TestCase):
+    """The fields the grader and the reports read are where the README says they are."""
+
+    def test_v2_fields(self):
+        doc = load("verified.json")
+        self.assertEqual(doc["schema"], parsers.BENCH_SCHEMA)
+        self.assertTrue(doc["launch_counting"])
+        self.assertIsInstance(doc["input_nonce"], int)
+        for key in ("inputs", "poison", "verification", "host_check", "nvtx"):
+            self.assertIn(key, doc["protocol"])
+        self.assertEqual(doc["protocol"]["nvtx"]["candidate"], "cml:candidate")
+        self.assertEqual(doc["protocol"]["nvtx"]["baseline"], "cml:baseline")
+        for comp in doc["comparisons"]:
+            for side in ("baseline", "candidate"):
+                s = comp[side]
+                for key in ("ms", "host_ms", "host_margin_ms", "verification", "launches"):
+                    self.assertIn(key, s)
+                for key in ("checked", "passed", "message", "samples_total", "samples_verified",
+                            "first_failure", "against", "rule"):
+                    self.assertIn(key, s["verification"])
+            for key in ("determinism", "review", "refused_pairs", "warmup_pairs"):
+                self.assertIn(key, comp)
+        for case in doc["cases"]:
+            for key in ("ms", "verification", "launches", "review", "gbytes_per_s"):
+                self.assertIn(key, case)
+
+
+if __name__ == "__main__":
+    unittest.main()
