@@ -5,7 +5,9 @@ missing or refuses to run gives "not measured", with no points either way.
 
 from __future__ import annotations
 
+import math
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -36,10 +38,19 @@ class Context:
     timeout: float
     binary: Callable[[str], Path | None]  # "tests_student" -> path, None if not built
     counter: list[int]
+    jail: sandbox.Jail | None = None  # where the student's binaries run (grader/sandbox.py)
+    # time.monotonic() after which no more GPU work of this lab may start: one submission
+    # can never hold the GPU (and a batch's GPU lock) past the lab's GPU time limit
+    deadline: float = math.inf
 
     def next_file(self, stem: str, suffix: str) -> Path:
         self.counter[0] += 1
         return self.run_dir / f"{stem}-{self.counter[0]}{suffix}"
+
+    def limit(self, seconds: float) -> float:
+        """A stage's time limit, cut to what is left of the lab's GPU time (at least 1 s, so
+        a run that starts after the deadline ends at once as timed out)."""
+        return max(1.0, min(seconds, self.deadline - time.monotonic()))
 
 
 def memory_safety(rubric: Rubric, ctx: Context, case_binaries: list[tuple[str, str]]) -> PartResult:
@@ -64,8 +75,8 @@ def memory_safety(rubric: Rubric, ctx: Context, case_binaries: list[tuple[str, s
             cmd = [sanitizer, *SANITIZER_OPTIONS.get(tool, ["--tool", tool]),
                    "--error-exitcode", "99", "--log-file", str(log), str(binary), spec,
                    "-r", "xml", "-o", str(report), "--rng-seed", str(ctx.seed)]
-            out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.timeout * 3, env=ctx.env,
-                              identity=ctx.identity)
+            out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3),
+                              env=ctx.env, identity=ctx.identity, jail=ctx.jail)
             try:
                 text = log.read_text(errors="replace")
             except OSError:
@@ -215,8 +226,8 @@ def _profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: str,
     log = ctx.next_file("ncu", ".csv")
     cmd = ncu_command(ncu, metric, binary, ctx.seed, log, call)
     details["commands"].append(" ".join(cmd))
-    out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.timeout * 3, env=ctx.env,
-                      identity=ctx.identity)
+    out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3), env=ctx.env,
+                      identity=ctx.identity, jail=ctx.jail)
     try:
         found = parsers.parse_ncu_log(log.read_text(errors="replace"))
     except OSError as err:
@@ -282,8 +293,11 @@ def run_bench(binary: Path, args: list[str], ctx: Context, trusted: bool) -> tup
     """One bench run; (document, problem, outcome). Results come from the --json file."""
     path = ctx.next_file("bench-" + binary.name, ".json")
     cmd = [str(binary), *args, "--json", str(path), "--seed", str(ctx.seed)]
-    out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.timeout * 2, env=ctx.env,
-                      identity=None if trusted else ctx.identity)
+    if trusted:  # the reference's bench: the grader's own code, outside the jail
+        out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.timeout * 2, env=ctx.env)
+    else:
+        out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 2),
+                          env=ctx.env, identity=ctx.identity, jail=ctx.jail)
     if out.timed_out or out.returncode != 0:
         return None, f"{binary.name} {out.describe()}", out
     try:

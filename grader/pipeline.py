@@ -34,6 +34,9 @@ from .tools import find_catch2, probe_toolchain, query_gpus
 
 GRADER_VERSION = "0.1.0"
 HOST_SPEC, GPU_SPEC = "~[gpu]", "[gpu]"
+# A lab's test layer, and its GPU measurements together, get this many test timeouts
+# (the rubric's test_timeout_s) at most: honest code needs a fraction of one.
+STAGE_BUDGET = 3
 
 
 class Interrupted(Exception):
@@ -355,6 +358,8 @@ def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Optio
     runs: dict[str, object] = {}
     layers = [("host", HOST_SPEC)] + ([("gpu", GPU_SPEC)] if has_gpu else [])
     for layer, spec in layers:
+        # Each layer, and the GPU measurements after it, within a time limit of its own.
+        runner.deadline = time.monotonic() + STAGE_BUDGET * test_timeout
         for kind in ("tests_student", "hidden_student"):
             binary = binaries[kind]
             if binary is None:
@@ -382,7 +387,8 @@ def _grade_lab(lab: LabPaths, rubric: Rubric, lab_result: LabResult, opts: Optio
                                                    {"why": why_no_gpu}))
         return
     ctx = measure.Context(run_dir, run_env, identity, opts.seed, test_timeout,
-                          lambda k: binaries.get(k), [0])
+                          lambda k: binaries.get(k), [0], jail=jail,
+                          deadline=time.monotonic() + STAGE_BUDGET * test_timeout)
     if rubric.memory_safety:
         _say(opts, f"{lab.folder}: compute-sanitizer")
         spec = rubric.memory_safety.tests

@@ -349,12 +349,8 @@ class BenchArgumentsTest(unittest.TestCase):
     nothing (the grader reports that as its own problem, "not measured")."""
 
     COMMON = {"json", "seed", "max-seconds", "min-samples", "max-samples", "rse", "quick"}
-    # Options a rubric already uses before its bench reads them: lab 06 runs one comparison
-    # at a time (--only, like lab 05's) so the candidate range holds that call alone.
-    PENDING = {("06_bank_conflicts", "only")}
 
     def test_metric_arguments_are_bench_options(self):
-        pending_seen = set()
         for lab in ("01_warp_sizing", "02_coalescing", "03_shared_memory", "04_tiled_matmul",
                     "05_boundary_checks", "06_bank_conflicts", "07_occupancy"):
             paths = LabPaths(lab, lab[:2], lab[3:], ROOT)
@@ -366,13 +362,7 @@ class BenchArgumentsTest(unittest.TestCase):
                     continue
                 for name in (a[2:] for a in m.args if a.startswith("--")):
                     with self.subTest(lab=lab, metric=m.name, option=name):
-                        if (lab, name) in self.PENDING:
-                            pending_seen.add((lab, name))
-                            self.assertNotIn(name, known, "the bench reads it now: drop it "
-                                             "from PENDING")
-                        else:
-                            self.assertIn(name, known)
-        self.assertEqual(pending_seen, self.PENDING)
+                        self.assertIn(name, known)
 
 
 class MetricPointsTest(unittest.TestCase):

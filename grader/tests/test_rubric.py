@@ -129,7 +129,6 @@ class LoadRubricTest(unittest.TestCase):
                 self.assertFalse(rules.references.match("cuStreamCreate"))
                 self.assertFalse(rules.references.match("cudaStreamCreate"))
 
-
     def assertRejects(self, text: str, *fragments: str):
         with self.assertRaises(RubricError) as ctx:
             parse_rubric(LAB, text)

@@ -4,7 +4,10 @@
 // counted); a plain copy and cudaMemcpy timed alone as yardsticks; and the clock64() cycles
 // per shared-memory access at strides 1..32, the broadcast and the padded struct, beside the
 // conflict degree the student's model predicts. Prints one JSON document.
-//   labNN_bench_<variant> [--n 8192] [--probe-iterations 4096] [--json PATH] [--seed N] ...
+//   labNN_bench_<variant> [--n 8192] [--probe-iterations 4096]
+//                         [--only conflicted|padded|padded_vs_conflicted] [--json PATH] ...
+// (--only runs that one comparison and nothing else, so a profiler's candidate range holds
+// exactly the calls of that one kernel.)
 #include <cuda_runtime.h>
 
 #include <iostream>
@@ -19,9 +22,17 @@
 
 int main(int argc, char** argv) {
   const auto args = cml::parse_bench_args(
-      argc, argv, {"n", "probe-iterations"},
-      "usage: lab06 bench [--n N (default 8192)] [--probe-iterations I (default 4096)]");
+      argc, argv, {"n", "probe-iterations", "only"},
+      "usage: lab06 bench [--n N (default 8192)] [--probe-iterations I (default 4096)] "
+      "[--only conflicted|padded|padded_vs_conflicted]");
   const int n = static_cast<int>(args.get_int("n", 8192));
+  const std::string only = args.get("only", "");
+  if (!only.empty() && only != "conflicted" && only != "padded" &&
+      only != "padded_vs_conflicted") {
+    std::cerr << "--only takes conflicted, padded or padded_vs_conflicted, not '" << only
+              << "'\n";
+    return 2;
+  }
   const int probe_iterations = static_cast<int>(args.get_int("probe-iterations", 4096));
   const cml::DeviceInfo device = cml::bench_device();
   try {
@@ -64,6 +75,21 @@ int main(int argc, char** argv) {
       std::cerr << name << ": " << cml::summary(t) << "\n";
       return t;
     };
+    if (only == "conflicted") {
+      compare("conflicted", "naive", lab06::transpose_naive, "tiled_conflicted",
+              lab06::transpose_tiled_conflicted);
+      return report.write();
+    }
+    if (only == "padded") {
+      compare("padded", "naive", lab06::transpose_naive, "tiled_padded",
+              lab06::transpose_tiled_padded);
+      return report.write();
+    }
+    if (only == "padded_vs_conflicted") {
+      compare("padded_vs_conflicted", "tiled_conflicted", lab06::transpose_tiled_conflicted,
+              "tiled_padded", lab06::transpose_tiled_padded);
+      return report.write();
+    }
     const auto t_conflicted = compare("conflicted", "naive", lab06::transpose_naive,
                                       "tiled_conflicted", lab06::transpose_tiled_conflicted);
     const auto t_padded = compare("padded", "naive", lab06::transpose_naive, "tiled_padded",
