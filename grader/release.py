@@ -51,6 +51,10 @@ EXCLUDE = (
     "grader/tests/lab_fixtures.py",  # makes those submissions from solutions/
     "grader/tests/test_e2e_lab04.py",  # grades them: needs the reference
     "grader/tests/test_fixtures.py",  # checks the recipes against the solutions
+    "grader/tests/adversarial/*",  # the adversarial suite: its fair cases are whole answers
+    "grader/tests/test_adversarial.py",
+    "tools/adversarial_check.sh",
+    "tools/grade_check.py",  # grades the reference: needs solutions/
     "*/__pycache__/*", "*.pyc",
 )
 MIN_LINE = 16  # shorter lines ("}", "return 0;") prove nothing

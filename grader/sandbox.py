@@ -43,6 +43,7 @@ JAIL_ROOT = "/cml"  # where a jail's own files appear: /cml/src, /cml/build, /cm
 # The system as a jail sees it: programs and libraries, read-only. /etc only in part: the
 # dynamic loader's cache and the compiler alternatives, nothing about users or hosts.
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
+NSIGHT_DIRS = ("/opt/nvidia/nsight-compute",)
 SYSTEM_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives")
 
 _live: set[int] = set()  # process groups running now, killed by kill_all()
@@ -191,14 +192,39 @@ def _tool_dirs() -> list[str]:
     in a virtual environment), shown read-only."""
     from .tools import find_tool  # tools imports nothing of ours; late to keep this module light
     found = []
-    for name in ("nvcc", "cmake", "ninja", "compute-sanitizer", "ncu", "g++"):
-        path = find_tool(name)
-        if not path:
+    named = [find_tool(n) for n in ("nvcc", "cmake", "ninja", "compute-sanitizer", "ncu", "g++")]
+    # Compilers the environment names (a toolchain in /opt/gcc, say) are part of the build.
+    named += [os.environ.get(k) for k in ("CXX", "CC", "CUDAHOSTCXX", "CUDACXX")]
+    for path in named:
+        if not path or not os.path.isabs(path):
             continue
         real = Path(os.path.realpath(path)).parent.parent  # .../bin/x -> ...
-        if not any(str(real) == d or str(real).startswith(d + "/") for d in SYSTEM_DIRS):
+        if len(real.parts) < 3 or _holds_the_grader(real):
+            continue  # never "/" or "/opt", nor a folder that holds the grader's checkout
+        # A toolkit's parts may live elsewhere through links (Nsight Compute in /opt/nvidia).
+        try:
+            for entry in os.scandir(real):
+                if entry.is_symlink():
+                    target = Path(os.path.realpath(entry.path))
+                    if target.is_dir() and len(target.parts) >= 3 and not _in_system(target) \
+                            and not _holds_the_grader(target):
+                        found.append(str(target))
+        except OSError:
+            pass
+        if not _in_system(real):
             found.append(str(real))
+    # The toolkit's ncu is a launcher that also looks for Nsight Compute here.
+    found += [d for d in NSIGHT_DIRS if os.path.isdir(d)]
     return sorted(set(found))
+
+
+def _in_system(folder: Path) -> bool:
+    return any(str(folder) == d or str(folder).startswith(d + "/") for d in SYSTEM_DIRS)
+
+
+def _holds_the_grader(folder: Path) -> bool:
+    here = Path(__file__).resolve().parent.parent
+    return here == folder or folder in here.parents
 
 
 def _jail_args(jail: Jail, cwd: str) -> list[str]:

@@ -305,7 +305,8 @@ def submission_tree(path: Path, scratch: Path) -> Path:
 def default_env(home: Path) -> dict[str, str]:
     """The environment of the build: scrubbed, plus what CMake and nvcc need to be found."""
     env = sandbox.scrubbed_env(home)
-    for key in ("CMAKE_PREFIX_PATH", "CUDA_HOME", "CUDA_PATH", "CUDACXX", "CXX", "CC"):
+    for key in ("CMAKE_PREFIX_PATH", "CUDA_HOME", "CUDA_PATH", "CUDACXX", "CUDAHOSTCXX", "CXX",
+                "CC"):
         if key in os.environ:
             env[key] = os.environ[key]
     cuda_bin = os.path.dirname(find_tool("nvcc") or "")

@@ -59,6 +59,10 @@ class RulesTest(unittest.TestCase):
                    "grader/tests/fixtures/lab04/recipes.json", "grader/tests/lab_fixtures.py",
                    "grader/tests/test_e2e_lab04.py", "grader/tests/test_fixtures.py",
                    ".github/CODEOWNERS", "notes/x.md",
+                   "grader/tests/adversarial/04_fair_reference/case.toml",
+                   "grader/tests/adversarial/06_fair_xor_swizzle/labs/06_bank_conflicts/"
+                   "bank_conflicts.cu", "grader/tests/test_adversarial.py",
+                   "tools/adversarial_check.sh", "tools/grade_check.py",
                    "grader/__pycache__/x.pyc", "build/CMakeCache.txt"]
         for rel in inside:
             self.assertTrue(release.included(rel), rel)

@@ -67,6 +67,10 @@ TEST_CASE("The degree of a column read is gcd(pitch, 32) for every pitch",
 TEST_CASE("More addresses than lanes are refused", "[lab06][host][hidden][model]") {
   CHECK_THROWS_AS(lab06::conflict_degree(std::vector<std::uint32_t>(33, 0)), std::invalid_argument);
   CHECK_THROWS_AS(lab06::column_read_degree(0), std::invalid_argument);
+  // The refusals are given code; the points are for the answers at the limits: a full warp
+  // on one word is a broadcast (1), and a pitch of one word is conflict-free (1).
+  CHECK(lab06::conflict_degree(std::vector<std::uint32_t>(32, 0)) == 1);
+  CHECK(lab06::column_read_degree(1) == 1);
 }
 
 namespace {
