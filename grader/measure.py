@@ -279,7 +279,7 @@ _COUNTED_OP = re.compile(r"op(?:_(?:shared|global|local))?_(ld|st|atom|red)\b")
 
 def _counted(metric: str) -> str:
     """What an ncu counter counts, in words, e.g. "shared-memory load" for
-    l1tex__t_requests_pipe_lsu_mem_shared_op_ld.sum (for "nothing to measure" messages)."""
+    smsp__inst_executed_op_shared_ld.sum (for "nothing to measure" messages)."""
     space = next((f"{key}-memory" for key in ("shared", "global", "local")
                   if f"_{key}" in metric), "")
     m = _COUNTED_OP.search(metric.replace(".", " "))

@@ -27,8 +27,8 @@ def lab06_metric(start: str):
     return next(m for m in load_rubric(LAB06).metrics if m.name.startswith(start))
 
 
-LOADS = "Shared-memory wavefronts per load request, padded"
-STORES = "Shared-memory wavefronts per store request, padded"
+LOADS = "Shared-memory wavefronts per load instruction, padded"
+STORES = "Shared-memory wavefronts per store instruction, padded"
 GROUPS = {g.name for g in load_rubric(LAB06).correctness}  # every group at full marks
 
 
@@ -81,7 +81,7 @@ class NcuCommandTest(unittest.TestCase):
         self.assertEqual(cmd, [
             "ncu", "--nvtx", "--nvtx-include", "cml:candidate/", "--nvtx-exclude",
             "cml:baseline/", "--metrics", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,"
-            "l1tex__t_requests_pipe_lsu_mem_shared_op_ld.sum", "--csv", "--page", "raw",
+            "smsp__inst_executed_op_shared_ld.sum", "--csv", "--page", "raw",
             "--print-units", "base", "--log-file", "/r/ncu-1.csv", "/b/bench", "--n", "1024",
             "--quick", "--probe-iterations", "16", "--only", "padded", "--seed", "7"])
         self.assertNotIn("-k", cmd)  # no kernel names anywhere
@@ -394,7 +394,7 @@ class NcuLogTest(unittest.TestCase):
 
     def test_aggregates(self):
         rows = parsers.parse_ncu_log(log("ncu_unpadded.csv")).rows
-        requests = "l1tex__t_requests_pipe_lsu_mem_shared_op_ld.sum"
+        requests = "smsp__inst_executed_op_shared_ld.sum"
         self.assertEqual(parsers.ncu_aggregate(rows, requests), 4 * 32768)
         self.assertIsNone(parsers.ncu_aggregate(rows, "dram__bytes_read.sum"))
         self.assertIsNone(parsers.ncu_aggregate([], requests))
