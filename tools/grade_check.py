@@ -75,7 +75,9 @@ def main() -> int:
     if args.labs:
         wanted = {n.strip().zfill(2) for n in args.labs.split(",")}
         labs = [lab for lab in labs if lab.number in wanted]
-    out = args.out or Path(tempfile.mkdtemp(prefix="cml-grade-check-"))
+    out = (args.out or Path(tempfile.mkdtemp(prefix="cml-grade-check-"))).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    out.chmod(0o755)  # as root, student code runs as 'nobody', who must reach the work folder
     work = out / "work"
     subs = {kind: out / f"sub-{kind}" for kind in ("reference", "skeleton")}
     for kind, path in subs.items():
