@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "cml/launch_count.hpp"
+
 namespace cml {
 
 /// |got - expected| <= abs + rel * scale, where scale is |expected| or, when the caller
@@ -41,6 +43,19 @@ struct CompareResult {
   std::string message;
   explicit operator bool() const { return ok; }
 };
+
+/// Fails (ok = false, with a message a student understands) when the call `call`, counted by
+/// `launches` since it began, launched no kernel: a result computed on the CPU and copied to
+/// the device is not the lab's work. Passes where this executable does not count launches.
+inline CompareResult require_kernel(const LaunchCounter& launches, const std::string& call) {
+  CompareResult r;
+  if (launch_counting_active() && launches.count() == 0) {
+    r.ok = false;
+    r.message = call + " launched no kernel: the work must run on the GPU (a result "
+                "computed on the CPU and copied to the device earns none of these points).";
+  }
+  return r;
+}
 
 /// Compares `got` with `expected` element by element. `scale`, when not empty, replaces
 /// |expected| in the relative term. NaN and infinities never pass.

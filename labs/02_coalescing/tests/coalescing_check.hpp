@@ -131,7 +131,9 @@ inline cml::CompareResult check_scale(
   cml::DeviceBuffer<float> d_in(count), d_out(count, 4096);
   d_in.upload(in);
   d_out.poison();
+  const cml::LaunchCounter launches;
   scale(d_in.data(), d_out.data(), rows, cols, factor);
+  if (auto k = cml::require_kernel(launches, "the scale call"); !k.ok) return k;
   const std::vector<float> out = d_out.download();
 
   cml::CompareContext ctx;

@@ -92,7 +92,9 @@ inline cml::CompareResult check_reverse(const std::function<void(int*, int)>& re
                                       -1'000'000, 1'000'000);
   cml::DeviceBuffer<int> d_data(input.size(), kGuardBytes);
   d_data.upload(input);
+  const cml::LaunchCounter launches;
   reverse(d_data.data(), n);
+  if (auto k = cml::require_kernel(launches, "the reverse call"); n > 0 && !k.ok) return k;
   const auto got = d_data.download();
   const std::string size = "n=" + std::to_string(n);
   if (auto g = guards_ok(d_data, "data", size, seed); !g.ok) return g;
@@ -132,8 +134,10 @@ inline cml::CompareResult check_carve(int n_bytes, int n_floats, int n_doubles,
   d_bytes.upload(bytes);
   d_floats.upload(floats);
   d_doubles.upload(doubles);
+  const cml::LaunchCounter launches;
   lab03::carve_reverse(d_bytes.data(), n_bytes, d_floats.data(), n_floats, d_doubles.data(),
                        n_doubles);
+  if (auto k = cml::require_kernel(launches, "carve_reverse"); !k.ok) return k;
   const std::string size = "bytes=" + std::to_string(n_bytes) + ", floats=" +
                            std::to_string(n_floats) + ", doubles=" + std::to_string(n_doubles);
   const auto got_bytes = d_bytes.download();
@@ -166,7 +170,9 @@ inline cml::CompareResult check_blur(const std::function<void(const float*, floa
   cml::DeviceBuffer<float> d_in(input.size()), d_out(input.size(), kGuardBytes);
   d_in.upload(input);
   d_out.poison();
+  const cml::LaunchCounter launches;
   blur(d_in.data(), d_out.data(), n, radius);
+  if (auto k = cml::require_kernel(launches, "the blur"); n > 0 && !k.ok) return k;
   const auto got = d_out.download();
   const std::string size = "n=" + std::to_string(n) + ", radius=" + std::to_string(radius) + extra;
   if (auto g = guards_ok(d_out, "out", size, seed); !g.ok) return g;

@@ -35,7 +35,9 @@ inline cml::CompareResult check_matmul(const Matmul& matmul, const std::vector<f
   d_a.upload(a);
   d_b.upload(b);
   d_c.poison();
+  const cml::LaunchCounter launches;
   matmul(d_a.data(), d_b.data(), d_c.data(), n);
+  if (auto k = cml::require_kernel(launches, "the matrix product"); !k.ok) return k;
   const std::vector<float> c = d_c.download();
 
   cml::CompareContext ctx;

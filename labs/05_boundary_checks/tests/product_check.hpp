@@ -227,7 +227,9 @@ inline cml::CompareResult check_product(const Matmul& matmul, const std::vector<
   d_a.upload(h_a);
   d_b.upload(h_b);
   d_c.poison();
+  const cml::LaunchCounter launches;
   matmul(d_a.data(), d_b.data(), d_c.data(), s);
+  if (auto k = cml::require_kernel(launches, "the matrix product"); !k.ok) return k;
   const std::vector<float> c = d_c.download();
 
   cml::CompareContext ctx;

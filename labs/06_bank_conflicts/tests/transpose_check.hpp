@@ -30,7 +30,9 @@ inline cml::CompareResult check_transpose_of(const Transpose& transpose,
   cml::DeviceBuffer<float> d_in(count), d_out(count, 4096);
   d_in.upload(in);
   d_out.poison();
+  const cml::LaunchCounter launches;
   transpose(d_in.data(), d_out.data(), rows, cols);
+  if (auto k = cml::require_kernel(launches, "the transpose"); !k.ok) return k;
   const std::vector<float> out = d_out.download();
 
   cml::CompareContext ctx;

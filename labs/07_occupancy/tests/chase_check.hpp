@@ -38,7 +38,9 @@ inline cml::CompareResult check_chase(const Chase& chase, int lines_log2, int wa
   cml::DeviceBuffer<std::uint32_t> d_table(table.size()), d_out(words, 4096);
   d_table.upload(table);
   d_out.poison();
+  const cml::LaunchCounter launches;
   chase(d_table.data(), d_out.data(), params);
+  if (auto k = cml::require_kernel(launches, "the chase"); !k.ok) return k;
   const auto got = d_out.download();
 
   cml::CompareContext ctx;
