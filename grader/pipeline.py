@@ -1,5 +1,6 @@
 """Grading one submission: build it in a private tree, check it statically, run its tests,
-measure it, and score it with the lab's rubric into one GradeResult (DESIGN §§5-8).
+measure it, and score it with the lab's rubric into one GradeResult (grader/README.md,
+"What is graded, in order").
 
 Only the files listed in a lab's grading.toml come from the submission; everything else is
 the grader's own pristine copy. A lab that does not compile gets its errors as its result

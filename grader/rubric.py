@@ -63,7 +63,7 @@ class MemorySafety:
 
 @dataclass
 class Performance:
-    """The bench comparison `comparison`, scored against the reference (DESIGN §6)."""
+    """The bench comparison `comparison`, scored against the reference (grader/README.md, "Scoring")."""
 
     points: float
     bench_args: list[str]

@@ -1,4 +1,4 @@
-"""Points from measurements (DESIGN §6). Pure functions: no I/O, no GPU.
+"""Points from measurements (grader/README.md, "Scoring"). Pure functions: no I/O, no GPU.
 
 Every function that can award less than full marks also says why, in a sentence a
 student understands; the reason goes into PartResult.reason.

@@ -1,4 +1,4 @@
-"""Scoring rules (DESIGN §6): group split, speed credit, sanitizer shares, totals."""
+"""Scoring rules (grader/README.md, "Scoring"): group split, speed credit, sanitizer shares, totals."""
 
 import math
 import unittest
