@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,8 @@ from grader.paths import ROOT, LabPaths, discover_labs
 from grader.rubric import load_rubric
 
 CASES_DIR = Path(__file__).resolve().parent
+BASES = CASES_DIR / "_bases"  # one honest student file per lab that most cases patch
+PATCH = "student.patch"
 REPO_MARK = "@REPO_ROOT@"  # in student files and symlink targets: the grader's checkout
 
 CLASSES = {
@@ -61,7 +64,7 @@ class Case:
     expect: dict
     compiles: bool = True
     test_timeout: float | None = None
-    make_from: str | None = None  # "solution" or "skeleton"
+    make_from: str | None = None  # "solution", "skeleton" or "base" (_bases/, + student.patch)
     substitute: bool = False
     transform: list[str] = field(default_factory=list)
     symlinks: list[dict] = field(default_factory=list)
@@ -141,8 +144,10 @@ def load_case(folder: Path, root: Path = ROOT) -> Case:
     if cls == "fair" and expect.get("total") != "full":
         problems.append("a fair case must expect total = \"full\"")
     make_from = doc.get("make_from")
-    if make_from not in (None, "solution", "skeleton"):
-        problems.append(f"make_from = {make_from!r} is not 'solution' or 'skeleton'")
+    if make_from not in (None, "solution", "skeleton", "base"):
+        problems.append(f"make_from = {make_from!r} is not 'solution', 'skeleton' or 'base'")
+    if (folder / PATCH).is_file() and make_from != "base":
+        problems.append(f"{PATCH} is only read with make_from = \"base\"")
     transform = doc.get("make_transform", [])
     if not isinstance(transform, list) or any(t not in TRANSFORMS for t in transform):
         problems.append(f"make_transform must be a list of {list(TRANSFORMS)}")
@@ -175,7 +180,7 @@ def load_case(folder: Path, root: Path = ROOT) -> Case:
                 problems.append(f"{rel} is in the folder but make_from makes it")
             elif not make_from and not have and not linked:
                 problems.append(f"{rel} is missing (and no make_from or make_symlink makes it)")
-    extra = [p for p in folder.rglob("*") if p.is_file() and p.name != "case.toml"
+    extra = [p for p in folder.rglob("*") if p.is_file() and p.name not in ("case.toml", PATCH)
              and str(p.relative_to(folder)) not in student_files]
     for p in extra:
         problems.append(f"{p.relative_to(folder)} is not a student file of lab {number}")
@@ -221,6 +226,26 @@ def select(cases: list[Case], names: list[str] | None = None, labs: list[str] | 
 
 # --------------------------------------------------------------------------- making a case
 
+def based(case: Case, rel: str) -> bytes:
+    """The lab's base file (_bases/NN_topic/, an honest implementation written for the suite)
+    with the case's student.patch applied: most cases differ from it by a few lines, and the
+    patch is those lines."""
+    base = BASES / case.lab.folder / Path(rel).name
+    patch = case.dir / PATCH
+    if not patch.is_file():
+        return base.read_bytes()
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / rel
+        target.parent.mkdir(parents=True)
+        shutil.copyfile(base, target)
+        proc = subprocess.run(["git", "apply", "--whitespace=nowarn", str(patch.resolve())],
+                              cwd=tmp, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{case.name}: {PATCH} does not apply to {base}: "
+                               f"{proc.stderr.strip()}")
+        return target.read_bytes()
+
+
 def materialize(case: Case, dest: Path, repo: Path = ROOT) -> Path:
     """A submission folder laid out like the repository, at `dest` (replaced if there)."""
     repo = Path(repo).resolve()
@@ -232,6 +257,8 @@ def materialize(case: Case, dest: Path, repo: Path = ROOT) -> Path:
             text = (repo / "solutions" / case.lab.folder / Path(rel).name).read_bytes()
         elif case.make_from == "skeleton":
             text = (repo / rel).read_bytes()
+        elif case.make_from == "base":
+            text = based(case, rel)
         elif (case.dir / rel).is_file():
             text = (case.dir / rel).read_bytes()
         else:
