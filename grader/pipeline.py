@@ -169,6 +169,8 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
 
     if not labs:
         return
+    student = _StudentBuild(student_src, student_build, student_env, identity,
+                            workspace.student_jail(student_src, student_build))
     timeout = max(opts.build_timeout or rubrics[lab.folder].build_timeout_s for lab in labs)
     _say(opts, "configuring (CMake)")
     configured = workspace.cmake_configure(src, build, labs, timeout, build_env,
@@ -180,7 +182,7 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
             student_src, student_build, labs, timeout, student_env,
             ["-DCML_BUILD_TESTS=OFF", f"-DCMAKE_CUDA_ARCHITECTURES={arch}",
              "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"],
-            identity=identity, jail=workspace.student_jail(student_src, student_build))
+            identity=identity, jail=student.jail)
     if not configured.ok:
         result.errors.append("CMake could not configure the pristine tree: "
                              + " | ".join(configured.errors or [configured.log_tail[-500:]]))
@@ -188,8 +190,6 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
             result.labs.append(_failed_lab(lab, rubrics[lab.folder], "The grader could not "
                                            "configure the build; nothing was graded."))
         return
-    student = _StudentBuild(student_src, student_build, student_env, identity,
-                            workspace.student_jail(student_src, student_build))
 
     for lab in labs:
         rubric = rubrics[lab.folder]

@@ -309,28 +309,17 @@ def _preexec(identity: Identity | None, file_limit: int):
     return setup
 
 
-def _session_members(sid: int) -> list[int]:
-    """Processes of session `sid` (Linux /proc). Ninja gives each compile its own process
-    group, so killing the group alone would leave the compilers running."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 3 and int(fields[3]) == sid:
-            members.append(int(entry))
-    return members
+def _session_members(sid: int, table: dict[int, tuple[int, int, int]]) -> list[int]:
+    """Processes of session `sid`. Ninja gives each compile its own process group, so
+    killing the group alone would leave the compilers running."""
+    return [pid for pid, (_ppid, session, _rss) in table.items() if session == sid]
 
 
 def kill_group(pgid: int) -> None:
     """Kills the process group `pgid`, everything else in the session it leads and every
     process below it (found before anything is killed, while the parents still say so)."""
     table = _process_table()
-    doomed = set(_session_members(pgid)) | set(_tree(pgid, table))
+    doomed = set(_session_members(pgid, table)) | set(_tree(pgid, table))
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
