@@ -34,11 +34,7 @@ from pathlib import Path
 
 from . import skeleton
 from .paths import LAB_DIR_RE, ROOT
-
-try:  # the project's TOML reader: tomllib on 3.11+, its own on 3.10
-    import tomllib as _tomllib
-except ImportError:  # pragma: no cover - Python 3.10
-    from . import _toml as _tomllib  # type: ignore[no-redef]
+from .rubric import tomllib
 
 # Top-level entries of the student copy (files or folders; folders whole unless below).
 INCLUDE_TOP = ("labs", "handouts", "common", "grader", "cmake", "docs", "tools", ".ci",
@@ -225,8 +221,8 @@ def declared_answers(tree: Tree, folder: str) -> list[str]:
     if text is None:
         return declared
     try:
-        doc = _tomllib.loads(text)
-    except ValueError as err:  # tomllib.TOMLDecodeError and the fallback's are ValueErrors
+        doc = tomllib.loads(text)
+    except ValueError as err:  # tomllib.TOMLDecodeError is a ValueError
         raise ReleaseError(f"{rel}: not valid TOML: {err}") from err
     table = doc.get("release")
     for where, value in (("the top level", doc.get(DECLARATION)),

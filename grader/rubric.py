@@ -14,21 +14,10 @@ from typing import Any
 
 from .paths import LabPaths
 
-try:  # Python 3.11+
-    import tomllib as _tomllib
-
-    _TOMLError: type[Exception] = _tomllib.TOMLDecodeError
-
-    def _loads(text: str) -> dict[str, Any]:
-        return _tomllib.loads(text)
-
-except ImportError:  # Python 3.10
-    from . import _toml as _tomllib_fallback
-
-    _TOMLError = _tomllib_fallback.TOMLDecodeError
-
-    def _loads(text: str) -> dict[str, Any]:
-        return _tomllib_fallback.loads(text)
+try:  # the standard library's TOML reader; Debian's python3-tomli on Python 3.10
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
 
 
 RUBRIC_FILE = "grading.toml"
@@ -268,8 +257,8 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
     """A rubric from grading.toml text; `file` names it in error messages."""
     file = file or f"labs/{lab.folder}/{RUBRIC_FILE}"
     try:
-        doc = _loads(text)
-    except _TOMLError as err:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
         raise RubricError(f"{file}: not valid TOML: {err}") from err
 
     top = _Checker(file, "the top level", doc)

@@ -181,9 +181,9 @@ class LabRules:
 
 
 def _load_toml(path: Path) -> dict:
-    from .rubric import _loads  # the same TOML reader as the rubrics (3.10 fallback)
+    from .rubric import tomllib  # the same TOML reader as the rubrics
 
-    return _loads(path.read_text(encoding="utf-8"))
+    return tomllib.loads(path.read_text(encoding="utf-8"))
 
 
 def load_rules(lab_folder: str, static: object | None = None,

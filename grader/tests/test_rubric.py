@@ -1,19 +1,12 @@
-"""grading.toml: loading, checking, and the fallback TOML reader against tomllib."""
+"""grading.toml: loading and checking."""
 
-import math
 import shutil
 import tempfile
 import unittest
 from pathlib import Path
 
-from grader import _toml
 from grader.paths import ROOT, LabPaths, discover_labs
 from grader.rubric import Rubric, RubricError, load_rubric, parse_rubric, rubric_warnings
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: nothing to compare against
-    tomllib = None
 
 LAB = LabPaths("04_tiled_matmul", "04", "tiled_matmul", ROOT)
 
@@ -217,68 +210,6 @@ class LoadRubricTest(unittest.TestCase):
             shutil.copy(ROOT / "labs" / "04_tiled_matmul" / "grading.toml", lab_dir)
             r = load_rubric(LabPaths("04_tiled_matmul", "04", "tiled_matmul", root))
             self.assertEqual(r.max_points, 100.0)
-
-
-class FallbackTomlTest(unittest.TestCase):
-    @unittest.skipIf(tomllib is None, "tomllib needs Python 3.11")
-    def test_agrees_with_tomllib_on_every_rubric(self):
-        files = sorted((ROOT / "labs").glob("*/grading.toml"))
-        self.assertTrue(files)
-        for path in files:
-            with self.subTest(file=path.parent.name):
-                text = path.read_text()
-                self.assertEqual(_toml.loads(text), tomllib.loads(text))
-
-    @unittest.skipIf(tomllib is None, "tomllib needs Python 3.11")
-    def test_agrees_with_tomllib_on_the_subset(self):
-        text = '''# comment
-a = 1
-b = -2_000
-c = 3.5e-2
-d = +inf
-e = "tab\\tquote\\" \\u00e9"
-f = 'C:\\raw'
-g = [1, 2,
-     3, # trailing
-]
-h = [["x", 'y'], []]
-i = true
-j = false
-k = """
-first
-  second"""
-l = \'\'\'literal\\n\'\'\'
-"quoted key" = 0x1F
-m.n = 1
-o = {p = 1, q = "r"}
-
-[t]
-u = 1
-[t.v]
-w = 2
-
-[[arr]]
-x = 1
-[[arr]]
-x = 2
-[arr.sub]
-y = 3
-'''
-        self.assertEqual(_toml.loads(text), tomllib.loads(text))
-
-    def test_nan_and_values(self):
-        doc = _toml.loads("x = nan\ny = 0.5\nz = 0\n")
-        self.assertTrue(math.isnan(doc["x"]))
-        self.assertEqual((doc["y"], doc["z"]), (0.5, 0))
-
-    def test_errors_name_the_line(self):
-        for bad, line in (('a = 1\nb = "unterminated\n', 2), ("a = 1\na = 2\n", 2),
-                          ("[t]\n[t]\n", 2), ("a = [1, 2\nb = 3\n", 2), ("a = 1979-05-27\n", 1),
-                          ("a = 1 b = 2\n", 1), ("= 1\n", 1), ("a = 01\n", 1)):
-            with self.subTest(bad=bad):
-                with self.assertRaises(_toml.TOMLDecodeError) as ctx:
-                    _toml.loads(bad)
-                self.assertIn(f"line {line}", str(ctx.exception))
 
 
 if __name__ == "__main__":

@@ -20,9 +20,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import _toml
 from grader.paths import ROOT, LabPaths, discover_labs
-from grader.rubric import load_rubric
+from grader.rubric import load_rubric, tomllib
 
 CASES_DIR = Path(__file__).resolve().parent
 BASES = CASES_DIR / "_bases"  # one honest student file per lab that most cases patch
@@ -102,7 +101,7 @@ def load_case(folder: Path, root: Path = ROOT) -> Case:
     """One case; raises CaseError listing every problem of its case.toml and files."""
     problems: list[str] = []
     try:
-        doc = _toml.loads((folder / "case.toml").read_text(encoding="utf-8"))
+        doc = tomllib.loads((folder / "case.toml").read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise CaseError(f"{folder.name}: cannot read case.toml ({err})") from None
     for key in sorted(set(doc) - TOP_KEYS):
