@@ -8,6 +8,7 @@ crash or a kill ends inside the case that was running.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +28,10 @@ class CaseResult:
 REPORT_ROOTS = ("Catch", "Catch2TestRun")  # Catch2 2, Catch2 3
 
 
-def _tags(text: str) -> list[str]:
-    return [t.strip("[]") for t in text.replace("][", "] [").split() if t]
+def parse_tags(text: str) -> tuple[str, ...]:
+    """The tags of a Catch2 test case, "[gpu][Lab04]" -> ("gpu", "lab04") (Catch2 compares
+    tags without regard to case)."""
+    return tuple(t.lower() for t in re.findall(r"\[([^\]]+)\]", text))
 
 
 def parse_catch_xml(text: str) -> list[CaseResult]:
@@ -58,7 +61,8 @@ def parse_catch_xml(text: str) -> list[CaseResult]:
         seconds = None
         if overall is not None and overall.get("durationInSeconds"):
             seconds = float(overall.get("durationInSeconds"))
-        cases.append(CaseResult(tc.get("name", ""), _tags(tc.get("tags", "")), passed,
+        tags = list(parse_tags(tc.get("tags", "")))
+        cases.append(CaseResult(tc.get("name", ""), tags, passed,
                                 [m for m in messages if m], tc.get("filename", ""),
                                 int(tc.get("line", "0") or 0), seconds))
     return cases

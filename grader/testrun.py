@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import sandbox
-from .catch_report import CaseResult, close_cut_report, parse_catch_xml
+from .catch_report import CaseResult, close_cut_report, parse_catch_xml, parse_tags
 from .catch_spec import name_spec, spec_matches
 from .result import CRASHED, FAILED, PASSED, TIMEOUT
 
@@ -35,10 +35,6 @@ class Case:
 
     def matches(self, spec: str) -> bool:
         return spec_matches(spec, self.name, self.tags)
-
-
-def _tags(text: str) -> tuple[str, ...]:
-    return tuple(t.lower() for t in re.findall(r"\[([^\]]+)\]", text))
 
 
 # Catch2 2's console listing: a header, the cases, then "N test cases" (or "N matching test
@@ -67,7 +63,7 @@ def parse_listing(text: str) -> list[Case]:
         except ET.ParseError as err:
             raise ValueError(f"the XML listing of test cases is not well-formed: {err}") \
                 from err
-        return [Case((tc.findtext("Name") or "").strip(), _tags(tc.findtext("Tags") or ""))
+        return [Case((tc.findtext("Name") or "").strip(), parse_tags(tc.findtext("Tags") or ""))
                 for tc in root.iter("TestCase")]
 
     lines = text.splitlines()
@@ -87,7 +83,7 @@ def parse_listing(text: str) -> list[Case]:
             raise ValueError(f"the test case {raw!r} is not in the console listing")
         i, name = hit
         used[i] = True
-        cases.append(Case(name, _tags(entries[i][1])))
+        cases.append(Case(name, parse_tags(entries[i][1])))
     left = [" ".join(wrapped) for (wrapped, _), u in zip(entries, used) if not u]
     if left:
         raise ValueError(f"{len(left)} listed test case(s) have no raw name (was "
