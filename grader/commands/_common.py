@@ -8,7 +8,9 @@ import sys
 import time
 from pathlib import Path
 
+from ..atomic import write_atomic
 from ..paths import LabPaths, discover_labs, find_lab
+from ..exports import terminal_table
 from ..pipeline import Interrupted, interrupt_handler
 from ..result import GradeResult
 
@@ -57,30 +59,13 @@ class Interrupts:
 
 
 def write_result(result: GradeResult, out_dir: Path) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "result.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(result.to_json() + "\n", encoding="utf-8")
-    tmp.chmod(0o600)  # the grader's alone: student code never reads a grade
-    os.replace(tmp, path)
-    return path
+    return write_atomic(Path(out_dir) / "result.json", result.to_json() + "\n")
 
 
 def table(result: GradeResult) -> str:
-    """The exports' terminal table; a plain one if that module is not available."""
+    """The exports' terminal table, coloured on a terminal unless NO_COLOR is set."""
     color = None if sys.stdout.isatty() and "NO_COLOR" not in os.environ else False
-    try:
-        from ..exports import terminal_table
-        return terminal_table(result, color=color)
-    except ImportError:
-        pass
-    lines = [f"{'lab':<24} {'tests':>9} {'points':>15}"]
-    for lab in result.labs:
-        passed = sum(1 for t in lab.tests if t.status == "passed")
-        lines.append(f"{lab.lab:<24} {passed:>4}/{len(lab.tests):<4} "
-                     f"{lab.points:>7.1f}/{lab.max_points:<7.1f}")
-    lines.append(f"{'total':<24} {'':>9} {result.points:>7.1f}/{result.max_points:<7.1f}")
-    return "\n".join(lines)
+    return terminal_table(result, color=color)
 
 
 __all__ = ["choose_labs", "Progress", "Interrupts", "Interrupted", "write_result", "table"]

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from .. import pipeline
+from ..exports import write_exports
 from ..result import GradeResult
 from ._common import Interrupted, Interrupts, Progress, choose_labs, table, write_result
 
@@ -87,9 +88,8 @@ def run(args: argparse.Namespace) -> int:
     result, status = grade_with(args, args.submission, labs, args.work_dir)
     path = write_result(result, args.out)
     try:
-        from ..exports import write_exports
         written = write_exports(result, args.out, formats) if formats else []
-    except (ImportError, ValueError) as err:
+    except ValueError as err:
         print(f"grade: exports not written: {err}", file=sys.stderr)
         written = []
         status = status or 1

@@ -11,14 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..result import GradeResult
-from . import PASS, SKIP, FLAG, score_items, timing_summary
+from .common import PASS, SKIP, FLAG, score_items, timing_summary
+from .table import terminal_table  # the plain-text table is the overall output
 
 _TAGS = {SKIP: " [not graded]", FLAG: " [flagged for review]"}
 
 
 def to_gradescope(result: GradeResult) -> dict[str, Any]:
-    from .table import terminal_table  # the plain-text table is the overall output
-
     tests = []
     for lab in result.labs:
         for item in score_items(lab):

@@ -21,7 +21,7 @@ import re
 from typing import Any, Iterable
 
 from ..result import GradeResult, LabResult
-from . import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points, lab_number,
+from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points, lab_number,
                lab_reason, part_outcome, part_reason, test_counts, test_outcome, timing_summary)
 
 STUDENT, REFERENCE, BASE = "#2563eb", "#9ca3af", "#b45309"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ..result import CRASHED, ERROR, FAILED, PASSED, TIMEOUT, GradeResult, LabResult
-from . import (FAIL, FLAG, PASS, PART_LABELS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
+from .common import (FAIL, FLAG, PASS, PART_LABELS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
                part_outcome, part_reason, xml_text)
 
 

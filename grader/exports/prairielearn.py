@@ -9,14 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..result import GradeResult
-from . import FLAG, PASS, SKIP, fmt_points, lab_reason, score_items
+from .common import FLAG, PASS, SKIP, fmt_points, lab_reason, score_items
+from .table import terminal_table
 
 _WORDS = {PASS: "passed", SKIP: "not graded", FLAG: "flagged for review"}
 
 
 def to_prairielearn(result: GradeResult) -> dict[str, Any]:
-    from .table import terminal_table
-
     tests = []
     for lab in result.labs:
         for item in score_items(lab):

@@ -1,0 +1,238 @@
+"""What every format shows the same way: points, statuses, reasons, the scored rows of a
+lab and its timing figures, all read from one GradeResult."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..result import (CRASHED, ERROR, FAILED, GRADED, NOT_GRADED, NOT_MEASURED, NOT_RUN,
+                      PASSED, REVIEW, TIMEOUT, GradeResult, LabResult, PartResult, TestResult)
+
+# Item.outcome
+PASS, FAIL, SKIP, FLAG = "pass", "fail", "skip", "review"
+EPS = 1e-6
+
+PART_LABELS = {
+    "build": "Build", "static": "Static checks", "correctness": "Correctness",
+    "memory_safety": "Memory safety", "performance": "Performance", "metric": "Profiler metric",
+}
+STATUS_WORDS = {
+    GRADED: "graded", NOT_GRADED: "not graded", NOT_MEASURED: "not measured",
+    REVIEW: "flagged for review",
+}
+TEST_WORDS = {
+    PASSED: "passed", FAILED: "failed", ERROR: "error", TIMEOUT: "timed out",
+    CRASHED: "crashed", NOT_RUN: "not run",
+}
+
+
+def fmt_points(x: float) -> str:
+    """Points without noise: 25, 12.5, 8.33."""
+    x = round(float(x), 2) + 0.0
+    return f"{x:g}" if abs(x - round(x)) < 1e-9 else f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def lab_number(lab: LabResult) -> str:
+    return lab.lab[:2] if lab.lab[:2].isdigit() else lab.lab
+
+
+def part_outcome(part: PartResult) -> str:
+    if part.status in (NOT_GRADED, NOT_MEASURED):
+        return SKIP
+    if part.status == REVIEW:
+        return FLAG
+    if part.max_points > 0:
+        return PASS if part.points >= part.max_points - EPS else FAIL
+    return FAIL if part.reason else PASS  # build, static checks: 0 / 0 points
+
+
+def test_outcome(test: TestResult) -> str:
+    if test.status == PASSED:
+        return PASS
+    if test.status == NOT_RUN:
+        return SKIP
+    return FAIL
+
+
+def part_reason(part: PartResult) -> str:
+    """Why a part earned less than full marks (or was not graded); "" when full."""
+    if part.reason:
+        return part.reason.strip()
+    if part.status == NOT_GRADED:
+        return "Not graded."
+    if part.status == NOT_MEASURED:
+        return "Not measured."
+    if part.status == REVIEW:
+        return "Flagged for review."
+    if part.points < part.max_points - EPS:
+        return f"{fmt_points(part.points)} of {fmt_points(part.max_points)} points."
+    return ""
+
+
+def lab_reason(lab: LabResult) -> str:
+    """One sentence for a lab row: the first reason among the parts that lost points."""
+    reasons = [part_reason(p) for p in lab.parts
+               if part_outcome(p) != PASS and part_reason(p)]
+    if not reasons and lab.points < lab.max_points - EPS:
+        reasons = [lab.build.get("reason") or "No part of this lab was graded."]
+    if not reasons:
+        return ""
+    first = one_line(reasons[0], 160)
+    return first + (f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else "")
+
+
+def one_line(text: str, limit: int = 0) -> str:
+    """`text` on one line (a compiler error under "does not compile:" stays with it),
+    cut to `limit` characters when given."""
+    line = " ".join(str(text).split())
+    if limit and len(line) > limit:
+        line = line[:limit - 1].rstrip() + "…"
+    return line
+
+
+def not_graded_only(lab: LabResult) -> bool:
+    """True when nothing with points was graded (every scored part not graded/measured)."""
+    scored = [p for p in lab.parts if p.max_points > 0]
+    return bool(scored) and all(p.status in (NOT_GRADED, NOT_MEASURED) for p in scored)
+
+
+@dataclass
+class Item:
+    """One row of a per-test report (Gradescope, PrairieLearn): a test case or a part."""
+
+    name: str
+    points: float
+    max_points: float
+    outcome: str  # PASS, FAIL, SKIP, FLAG
+    message: str  # one line
+    output: str  # the full text
+    hidden: bool = False
+    seconds: float | None = None
+    lab: str = ""
+    kind: str = ""  # "test" or the part's kind
+    status: str = ""  # the TestResult/PartResult status
+
+
+def _test_output(test: TestResult) -> str:
+    lines = [f"Status: {TEST_WORDS.get(test.status, test.status)}",
+             f"Group: {test.group}" if test.group else "",
+             f"Layer: {test.layer}" + (" (hidden test)" if test.hidden else "")]
+    lines += test.messages
+    return "\n".join(x for x in lines if x)
+
+
+def _part_output(part: PartResult) -> str:
+    lines = [f"{PART_LABELS.get(part.kind, part.kind)}: {STATUS_WORDS.get(part.status, part.status)}, "
+             f"{fmt_points(part.points)} / {fmt_points(part.max_points)} points"]
+    reason = part_reason(part)
+    if reason:
+        lines.append(reason)
+    summary = part.details.get("summary") if isinstance(part.details, dict) else None
+    if summary and summary != reason:
+        lines.append(str(summary))
+    return "\n".join(lines)
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _distribute(total: float, weights: list[float]) -> list[float]:
+    """Per-test scores (about `weights`) that sum to exactly `total` after rounding."""
+    scores = [round(w, 4) for w in weights]
+    diff = round(total - sum(scores), 4)
+    if diff and scores:
+        i = max(range(len(scores)), key=lambda k: weights[k])
+        scores[i] = round(scores[i] + diff, 4)
+    return scores
+
+
+def score_items(lab: LabResult) -> list[Item]:
+    """The lab as scored rows whose points add up to the lab's points.
+
+    A correctness group is shown as its test cases when their points add up to the
+    group's; otherwise (not graded, a test counted in two groups, ...) the group is one
+    row with the points and its test cases follow as rows worth nothing, for information."""
+    prefix = f"Lab {lab_number(lab)}"
+    items: list[Item] = []
+    by_group: dict[str, list[TestResult]] = {}
+    for t in lab.tests:
+        by_group.setdefault(t.group, []).append(t)
+    used_groups: set[str] = set()
+
+    def test_item(t: TestResult, points: float, max_points: float) -> Item:
+        msg = _first_line("\n".join(t.messages)) if test_outcome(t) != PASS else ""
+        return Item(f"{prefix} · {t.name}", points, max_points, test_outcome(t),
+                    msg or TEST_WORDS.get(t.status, t.status), _test_output(t), t.hidden,
+                    t.seconds, lab.lab, "test", t.status)
+
+    for part in lab.parts:
+        outcome = part_outcome(part)
+        tests = by_group.get(part.name, []) if part.kind == "correctness" else []
+        if tests:
+            used_groups.add(part.name)
+        consistent = (tests and part.status == GRADED
+                      and abs(sum(t.points for t in tests) - part.points) < 0.01
+                      and abs(sum(t.max_points for t in tests) - part.max_points) < 0.01)
+        if consistent:
+            points = _distribute(part.points, [t.points for t in tests])
+            maxes = _distribute(part.max_points, [t.max_points for t in tests])
+            items += [test_item(t, p, m) for t, p, m in zip(tests, points, maxes)]
+            continue
+        label = f"{part.name} (group)" if part.kind == "correctness" else part.name
+        items.append(Item(f"{prefix} · {label}", round(part.points, 4),
+                          round(part.max_points, 4), outcome,
+                          _first_line(part_reason(part)) or STATUS_WORDS.get(part.status, ""),
+                          _part_output(part), False, None, lab.lab, part.kind, part.status))
+        items += [test_item(t, 0.0, 0.0) for t in tests]
+    for group, tests in by_group.items():  # tests of groups without a part
+        if group not in used_groups:
+            items += [test_item(t, 0.0, 0.0) for t in tests]
+    missing = round(lab.max_points - sum(p.max_points for p in lab.parts), 4)
+    if missing > EPS:
+        why = lab_reason(lab) or "This lab could not be graded."
+        items.append(Item(f"{prefix} · {lab.title or lab.lab}", 0.0, missing, FAIL,
+                          _first_line(why), why, False, None, lab.lab, "lab", ""))
+    return items
+
+
+def timing_summary(lab: LabResult) -> dict[str, float | None]:
+    """Median kernel time (ms), speedup over the baseline and speed relative to the
+    reference, from lab.timing; None where not measured."""
+    t = lab.timing or {}
+    student = t.get("student") or {}
+    ms = (student.get("candidate_ms") or {}).get("median") if isinstance(student, dict) else None
+    s_speed = t.get("student_speedup")
+    r_speed = t.get("reference_speedup")
+    check = student.get("verification") if isinstance(student, dict) else None
+    # A kernel whose timed output was wrong has no meaningful speed: show none.
+    wrong = isinstance(check, dict) and check.get("checked") and not check.get("passed")
+    if wrong:
+        s_speed = None
+    vs_ref = s_speed / r_speed if isinstance(s_speed, (int, float)) and \
+        isinstance(r_speed, (int, float)) and r_speed > 0 else None
+    return {"ms": ms if isinstance(ms, (int, float)) and not wrong else None,
+            "speedup": s_speed if isinstance(s_speed, (int, float)) else None,
+            "reference_speedup": r_speed if isinstance(r_speed, (int, float)) else None,
+            "vs_reference": vs_ref,
+            "wrong_output": bool(wrong)}
+
+
+def test_counts(lab: LabResult) -> dict[str, int]:
+    counts = {"passed": 0, "failed": 0, "not_run": 0, "total": len(lab.tests)}
+    for t in lab.tests:
+        o = test_outcome(t)
+        counts["passed" if o == PASS else "not_run" if o == SKIP else "failed"] += 1
+    return counts
+
+
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """Text without the characters XML 1.0 cannot hold (escaping is ElementTree's job)."""
+    return _XML_BAD.sub("\ufffd", str(text))
