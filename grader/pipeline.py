@@ -21,9 +21,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ContextManager
 
 from . import leaks, measure, sandbox, static_checks, workspace
+from .gpu import no_lock
 from .paths import ROOT, LabPaths
 from .result import (CRASHED, FAILED, GRADED, NOT_GRADED, NOT_RUN, PASSED, GradeResult,
                      LabResult, PartResult, TestResult)
@@ -44,17 +45,23 @@ class Interrupted(Exception):
     """SIGINT or SIGTERM arrived while grading; what is known so far is still written."""
 
 
+def new_seed() -> int:
+    """A fresh input seed (printed with every result, so a run can be repeated)."""
+    return random.randrange(1, 2**31)
+
+
 @dataclass
 class Options:
     submission: Path
     labs: list[LabPaths]
-    seed: int = field(default_factory=lambda: random.randrange(1, 2**31))
+    seed: int = field(default_factory=new_seed)
     work_dir: Path | None = None  # kept (and reused) when given; else a temporary folder
     source_root: Path = ROOT  # the pristine tree: the grader's own checkout
     build_timeout: float | None = None  # overrides the rubric's
     test_timeout: float | None = None
     gpu: bool | None = None  # None: detect; False: grade as if there were no GPU
     progress: Callable[[str], None] | None = None
+    gpu_section: Callable[[str], ContextManager[None]] = no_lock  # grader/gpu.py
 
 
 def _say(opts: Options, text: str) -> None:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from .. import batch
+from ..exports import FORMATS, fmt_points
 from ..paths import ROOT
 from ._common import choose_labs
 
@@ -78,8 +79,6 @@ COLOURS = {"graded": "32", "kept": "36", "timeout": "33", "error": "31", "interr
 
 
 def progress_line(outcome: batch.Outcome, done: int, total: int, colour: bool) -> str:
-    from ..exports import fmt_points
-
     width = len(str(total))
     status = outcome.status
     if colour and status in COLOURS:
@@ -124,11 +123,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"batch: {err.args[0]}", file=sys.stderr)
         return 1
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
-    try:
-        from ..exports import FORMATS
-        unknown = [f for f in formats if f not in FORMATS]
-    except ImportError:
-        unknown = []
+    unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         print(f"batch: unknown export format(s): {', '.join(unknown)}", file=sys.stderr)
         return 1

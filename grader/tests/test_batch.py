@@ -18,7 +18,8 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from grader import batch, pipeline
+from grader import batch, gpu, pipeline
+from grader.batch import fingerprint
 from grader.paths import ROOT
 from grader.result import (FAILED, GRADED, NOT_GRADED, PASSED, TIMEOUT, GradeResult,
                            LabResult, PartResult, TestResult)
@@ -116,14 +117,14 @@ class ResumeKeyTest(TmpCase):
         plan = _plan(self.tmp, [], labs=[LAB])
         fp = batch.grader_fingerprint(plan)
         self.assertTrue(fp.startswith(pipeline.GRADER_VERSION + "+"))
-        with mock.patch.object(batch, "_hash_files") as hashed:
+        with mock.patch.object(fingerprint, "_hash_files") as hashed:
             batch.grader_fingerprint(plan)
         files = {str(p.relative_to(ROOT)) for p in hashed.call_args[0][0]}
         self.assertIn(f"labs/{LAB}/grading.toml", files)
         self.assertNotIn(f"labs/{LAB}/tiled_matmul.cu", files)
         self.assertIn("grader/pipeline.py", files)
         self.assertIn("grader/workspace.py", files)
-        self.assertNotIn("grader/batch.py", files)  # editing the batch regrades nothing
+        self.assertFalse([f for f in files if f.startswith("grader/batch/")])  # not regraded
         self.assertNotIn("grader/release.py", files)
         if (ROOT / "solutions" / LAB).is_dir():
             self.assertIn(f"solutions/{LAB}/tests/test_hidden.cpp", files)
@@ -141,24 +142,31 @@ class GpuLockTest(TmpCase):
         finally:
             os.close(fd)
 
-    def test_the_lock_is_taken_for_gpu_stages_and_given_back_before_the_next_build(self):
+    def test_a_section_holds_the_lock_and_gives_it_back(self):
         path = self.tmp / "gpu.lock"
-        lock = batch.GpuLock(str(path))
-        gate = batch.StageGate(lock, lambda text: None)
-        seen = []
-        for text in ("copying the pristine tree", "04_x: building the reference",
-                     "04_x: running host tests (lab04_tests_student)",
-                     "04_x: running gpu tests (lab04_tests_student)", "04_x: compute-sanitizer",
-                     "04_x: timing the bench (yours and the reference)",
-                     "04_x: profiling (loads)", "05_y: building your code"):
-            gate(text)
-            seen.append(self.held_elsewhere(path))
-        self.assertEqual(seen, [False, False, False, True, True, True, True, False])
-        lock.release()
+        lock = gpu.GpuLock(str(path))
+        self.assertFalse(self.held_elsewhere(path))
+        with lock.section("tests"):
+            self.assertTrue(self.held_elsewhere(path))
+            with lock.section("sanitizer"):  # nested: still held, not taken twice
+                self.assertTrue(self.held_elsewhere(path))
+            self.assertTrue(self.held_elsewhere(path))
+        self.assertFalse(self.held_elsewhere(path))
+        with self.assertRaises(RuntimeError):
+            with lock.section("bench"):
+                raise RuntimeError("the stage failed")
+        self.assertFalse(self.held_elsewhere(path))  # given back on an exception too
+        self.assertEqual(lock.waited, 0.0)
 
-    def test_the_pipeline_still_announces_the_stages_the_lock_follows(self):
-        self.assertTrue(batch.pipeline_announces_stages(),
-                        "pipeline progress messages changed: update batch.GPU_STAGE")
+    def test_one_lock_file_per_device_can_be_derived(self):
+        self.assertEqual(gpu.lock_path("/tmp/x.lock"), "/tmp/x.lock")
+        self.assertEqual(gpu.lock_path("/tmp/x.lock", 1), "/tmp/x.gpu1.lock")
+        self.assertNotEqual(gpu.lock_path("/tmp/x.lock", 0), gpu.lock_path("/tmp/x.lock", 1))
+
+    def test_no_lock_is_a_section_that_holds_nothing(self):
+        with gpu.no_lock("tests"):
+            pass
+        self.assertIs(pipeline.Options(Path("."), []).gpu_section, gpu.no_lock)
 
     def test_a_second_grader_waits_and_the_wait_is_not_counted(self):
         path = self.tmp / "gpu.lock"
@@ -168,9 +176,9 @@ class GpuLockTest(TmpCase):
                                  text=True)
         self.assertEqual(other.stdout.readline().strip(), "held")
         said = []
-        lock = batch.GpuLock(str(path), on_wait=said.append)
+        lock = gpu.GpuLock(str(path), on_wait=said.append)
         start = time.monotonic()
-        with lock:
+        with lock.section("bench"):
             waited = time.monotonic() - start
         other.wait(10)
         other.stdout.close()
@@ -178,20 +186,22 @@ class GpuLockTest(TmpCase):
         self.assertGreater(lock.waited, 0.5)
         self.assertTrue(said and "waiting for the GPU" in said[0])
 
-    def test_without_stage_messages_the_whole_grade_holds_the_lock(self):
+    def test_a_task_holds_the_lock_in_the_pipelines_gpu_sections_only(self):
         plan = _plan(self.tmp, ["ann"])
         out = self.tmp / "out"
         plan.save(out)
         held = []
 
         def fake_grade(opts, result):
-            held.append(self.held_elsewhere(Path(plan.gpu_lock)))
+            held.append(self.held_elsewhere(Path(plan.gpu_lock)))  # a build
+            with opts.gpu_section("tests"):
+                held.append(self.held_elsewhere(Path(plan.gpu_lock)))
+            held.append(self.held_elsewhere(Path(plan.gpu_lock)))  # the next lab's build
             return result
 
-        with mock.patch.object(batch, "pipeline_announces_stages", return_value=False), \
-                mock.patch.object(pipeline, "grade", side_effect=fake_grade):
+        with mock.patch.object(pipeline, "grade", side_effect=fake_grade):
             batch.run_task(out, 0, log=lambda t: None)
-        self.assertEqual(held, [True])
+        self.assertEqual(held, [False, True, False])
         self.assertFalse(self.held_elsewhere(Path(plan.gpu_lock)))
 
 

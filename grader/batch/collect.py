@@ -1,0 +1,157 @@
+"""After the tasks: `gradebook.csv`, `summary.md` (scores per lab, histograms, failures by
+kind) and `manifest.json`, from the stamps and results in the batch's folder."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+from pathlib import Path
+
+from ..atomic import write_atomic
+from ..exports.common import fmt_points
+from ..result import CRASHED, ERROR, FAILED, TIMEOUT, GradeResult
+from .fingerprint import grader_fingerprint
+from .plan import PLAN_SCHEMA, TIMED_OUT, Plan, Stamp, load_result, read_stamp
+
+FAILURE_KINDS = ("grader error", "timeout", "no submission", "compile error",
+                 "static violation", "crash", "wrong results")
+
+
+def failure_kind(result: GradeResult, lab_name: str, stamp: Stamp | None) -> str | None:
+    """Why a lab lost points, as one word group, in this order of precedence; None when
+    nothing failed (a lab that lost points only to GPU parts not graded is not a failure)."""
+    lab = next((x for x in result.labs if x.lab == lab_name), None)
+    if stamp is not None and stamp.status == TIMED_OUT:
+        return "timeout"
+    if lab is None:
+        return "grader error"
+    if any(lab_name in e and "grader failed" in e for e in result.errors):
+        return "grader error"
+    parts = {p.kind: p for p in lab.parts}
+    build = parts.get("build")
+    if lab.build.get("timed_out") or any(t.status == TIMEOUT for t in lab.tests):
+        return "timeout"
+    if build is not None and build.reason:
+        return "no submission" if build.reason.startswith("No submission") else "compile error"
+    static = parts.get("static")
+    if static is not None and static.reason:
+        return "static violation"
+    if any(t.status in (CRASHED, ERROR) for t in lab.tests):
+        return "crash"
+    if any(t.status == FAILED for t in lab.tests):
+        return "wrong results"
+    return None
+
+
+def collect(out_dir: Path) -> dict:
+    """Writes gradebook.csv, summary.md and manifest.json from the tasks' results; returns
+    the manifest."""
+    out_dir = Path(out_dir).resolve()
+    plan = Plan.load(out_dir)
+    rows: list[dict[str, str]] = []
+    manifest: dict = {"schema": PLAN_SCHEMA, "grader": grader_fingerprint(plan),
+                      "labs": plan.labs, "seed": plan.seed, "students": {}}
+    scores: dict[str, list[float]] = {lab: [] for lab in plan.labs}
+    maxima: dict[str, float] = {}
+    failures: dict[str, list[str]] = {kind: [] for kind in FAILURE_KINDS}
+    missing: list[str] = []
+    not_graded = 0
+    seconds = 0.0
+    for sub in plan.submissions:
+        stamp = read_stamp(out_dir, sub.student)
+        result = load_result(out_dir, sub.student)
+        row = {"student": sub.student}
+        if result is None:
+            missing.append(sub.student)
+            row.update({lab: "" for lab in plan.labs})
+            row.update({"total": "", "max_points": "", "status": "not graded yet"})
+            rows.append(row)
+            manifest["students"][sub.student] = {"status": "not graded yet"}
+            continue
+        for lab in plan.labs:
+            entry = next((x for x in result.labs if x.lab == lab), None)
+            row[lab] = fmt_points(entry.points) if entry else ""
+            if entry:
+                scores[lab].append(entry.points)
+                maxima[lab] = max(maxima.get(lab, 0.0), entry.max_points)
+                if any(p.status == "not_graded" for p in entry.parts):
+                    not_graded += 1
+            kind = failure_kind(result, lab, stamp)
+            if kind:
+                failures[kind].append(f"{sub.student} ({lab[:2]})")
+        status = stamp.status if stamp else "graded"
+        row.update({"total": fmt_points(result.points), "max_points": fmt_points(result.max_points),
+                    "status": status})
+        rows.append(row)
+        seconds += stamp.seconds if stamp else 0.0
+        manifest["students"][sub.student] = {
+            "submission": sub.path, "key": stamp.key if stamp else None,
+            "files": stamp.files if stamp else {}, "status": status,
+            "points": result.points, "max_points": result.max_points,
+            "seconds": stamp.seconds if stamp else None,
+            "gpu_wait_seconds": stamp.gpu_wait_seconds if stamp else None,
+            "finished": stamp.finished if stamp else None}
+    columns = ["student", *plan.labs, "total", "max_points", "status"]
+    table = io.StringIO()
+    writer = csv.DictWriter(table, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomic(out_dir / "gradebook.csv", table.getvalue())
+    write_atomic(out_dir / "summary.md",
+                  summary_markdown(plan, scores, maxima, failures, missing, not_graded,
+                                   seconds))
+    write_atomic(out_dir / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def histogram(values: list[float], top: float, bins: int = 10, width: int = 30) -> list[str]:
+    """Text bars: `[lo, hi)` ranges of points (the last closed) and a count each."""
+    if top <= 0:
+        top = max(values, default=0.0) or 1.0
+    counts = [0] * bins
+    for v in values:
+        counts[min(bins - 1, max(0, int(v / top * bins)))] += 1
+    most = max(counts) or 1
+    lines = []
+    for b, count in enumerate(counts):
+        lo, hi = top * b / bins, top * (b + 1) / bins
+        bracket = "]" if b == bins - 1 else ")"
+        bar = "#" * round(count / most * width) if count else ""
+        lines.append(f"[{lo:5.1f}, {hi:5.1f}{bracket} {count:4d} {bar}")
+    return lines
+
+
+def summary_markdown(plan: Plan, scores: dict[str, list[float]], maxima: dict[str, float],
+                     failures: dict[str, list[str]], missing: list[str], not_graded: int,
+                     seconds: float) -> str:
+    out = [f"# Batch summary", "",
+           f"{len(plan.submissions)} submission(s), labs {', '.join(plan.labs)}, seed "
+           f"{plan.seed}; grading time {seconds:.0f} s in all (GPU waits excluded).", ""]
+    if missing:
+        out += [f"Not graded yet: {', '.join(missing)}.", ""]
+    if not_graded:
+        out += [f"{not_graded} lab result(s) have GPU parts that were **not graded** (no "
+                "CUDA device): their points count in the maximum and earn nothing.", ""]
+    out += ["## Scores per lab", "", "| Lab | Graded | Min | Median | Max | Out of |",
+            "|---|---:|---:|---:|---:|---:|"]
+    for lab in plan.labs:
+        v = scores[lab]
+        if v:
+            out.append(f"| {lab} | {len(v)} | {fmt_points(min(v))} | "
+                       f"{fmt_points(statistics.median(v))} | {fmt_points(max(v))} | "
+                       f"{fmt_points(maxima.get(lab, 0))} |")
+        else:
+            out.append(f"| {lab} | 0 | | | | |")
+    for lab in plan.labs:
+        if scores[lab]:
+            out += ["", f"### {lab}", "", "```",
+                    *histogram(scores[lab], maxima.get(lab, 0.0)), "```"]
+    out += ["", "## Failures by kind", "",
+            "One kind per student and lab, the first that applies in this order.", "",
+            "| Kind | Count | Students |", "|---|---:|---|"]
+    for kind in FAILURE_KINDS:
+        who = failures[kind]
+        out.append(f"| {kind} | {len(who)} | {', '.join(who)} |")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,107 @@
+"""What a grade depends on: the student files' hashes and the grader's fingerprint, combined
+into the key that decides whether a resumed batch grades a submission again."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .. import pipeline, workspace
+from ..rubric import RubricError, load_rubric
+from .plan import Plan, Submission
+
+def _hash_files(paths: list[Path], root: Path, h) -> None:
+    for path in sorted(paths):
+        h.update(str(path.relative_to(root)).encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+
+
+def grader_fingerprint(plan: Plan) -> str:
+    """The grader's version and a digest of everything that decides a grade apart from the
+    student's files: the grader's Python code, the build files, the common library and the
+    graded labs' rubric, tests, interface, given code and reference."""
+    root = Path(plan.repo)
+    h = hashlib.sha256(pipeline.GRADER_VERSION.encode())
+    files = grading_modules(root / "grader")
+    files += [root / "CMakeLists.txt"] + sorted((root / "cmake").rglob("*"))
+    files += sorted((root / "common").rglob("*"))
+    student = set()
+    for lab in plan.lab_paths():
+        try:
+            student |= {root / rel for rel in load_rubric(lab).student_files}
+        except (RubricError, OSError):
+            pass
+        files += sorted(lab.lab_dir.rglob("*")) + sorted(lab.solution_dir.rglob("*"))
+    files = [p for p in files if p.is_file() and p not in student and "__pycache__" not in
+             p.parts]
+    _hash_files(files, root, h)
+    return f"{pipeline.GRADER_VERSION}+{h.hexdigest()[:16]}"
+
+
+def grading_modules(package: Path, start: str = "pipeline") -> list[Path]:
+    """The grader's modules that grading runs: `pipeline` and what it imports, followed
+    through the package (not the commands, exports, batch or release)."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        path = package / f"{name}.py"
+        if name in seen or not path.is_file():
+            continue
+        seen.add(name)
+        try:
+            tree = ast.parse(path.read_text())
+        except (OSError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                if node.module:
+                    todo.append(node.module.split(".")[0])
+                else:
+                    todo += [alias.name for alias in node.names]
+    return sorted(package / f"{name}.py" for name in seen)
+
+
+def student_files(plan: Plan) -> list[str]:
+    out: list[str] = []
+    for lab in plan.lab_paths():
+        try:
+            out += [rel for rel in load_rubric(lab).student_files if rel not in out]
+        except (RubricError, OSError):
+            pass
+    return out
+
+
+def submission_hashes(plan: Plan, sub: Submission, scratch: Path) -> dict[str, str]:
+    """sha256 of each student file in the submission ("missing" when it is not there)."""
+    tree = workspace.submission_tree(Path(sub.path), scratch)
+    hashes = {}
+    for rel in student_files(plan):
+        path = tree / rel
+        hashes[rel] = (hashlib.sha256(path.read_bytes()).hexdigest()
+                       if path.is_file() and not path.is_symlink() else "missing")
+    return hashes
+
+
+def grading_key(plan: Plan, hashes: dict[str, str], fingerprint: str) -> str:
+    data = {"grader": fingerprint, "labs": plan.labs, "seed": plan.seed,
+            "no_gpu": plan.no_gpu, "files": hashes}
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def submission_key(plan: Plan, sub: Submission, fingerprint: str) -> tuple[dict[str, str], str]:
+    """The submission's file hashes (or {"error": why} when they cannot be read) and its
+    grading key."""
+    scratch = Path(tempfile.mkdtemp(prefix="cml-batch-hash-"))
+    try:
+        hashes = submission_hashes(plan, sub, scratch)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as err:
+        hashes = {"error": str(err)}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return hashes, grading_key(plan, hashes, fingerprint)

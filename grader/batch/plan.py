@@ -1,0 +1,162 @@
+"""The batch's inputs and records: the plan (`batch.json`: submissions, labs, seed, limits),
+the roster that makes it, and each task's stamp (`<student>/stamp.json`)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..atomic import write_atomic
+from ..gpu import DEFAULT_LOCK
+from ..paths import LabPaths, find_lab
+from ..result import GradeResult
+
+PLAN_SCHEMA = "cml-batch/1"
+PLAN_FILE = "batch.json"
+STAMP_FILE = "stamp.json"
+DEFAULT_TIMEOUT = 1800.0
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,99}$")
+
+# Stamp.status
+GRADED, TIMED_OUT, INTERRUPTED, GRADER_ERROR = "graded", "timeout", "interrupted", "error"
+KEEP_ON_RESUME = (GRADED, TIMED_OUT)  # the others are graded again
+
+
+class BatchError(Exception):
+    """A problem with the batch's input (roster, folder, plan): said to the user as is."""
+
+
+@dataclass
+class Submission:
+    student: str
+    path: str  # absolute
+
+
+@dataclass
+class Plan:
+    """Everything a task needs to grade submission i; written once per batch as batch.json."""
+
+    repo: str
+    labs: list[str]  # lab folders
+    seed: int
+    timeout: float  # wall-clock seconds per submission (time waiting for the GPU excluded)
+    submissions: list[Submission]
+    formats: list[str] = field(default_factory=lambda: ["gradescope", "prairielearn",
+                                                        "junit", "markdown"])
+    gpu_lock: str = DEFAULT_LOCK
+    no_gpu: bool = False
+    build_timeout: float | None = None
+    test_timeout: float | None = None
+    schema: str = PLAN_SCHEMA
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2) + "\n"
+
+    @staticmethod
+    def load(out_dir: Path) -> "Plan":
+        path = Path(out_dir) / PLAN_FILE
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            raise BatchError(f"{path}: cannot read the batch plan ({err})") from None
+        if data.get("schema") != PLAN_SCHEMA:
+            raise BatchError(f"{path}: not a batch plan (schema {data.get('schema')!r})")
+        data["submissions"] = [Submission(**s) for s in data["submissions"]]
+        return Plan(**data)
+
+    def save(self, out_dir: Path) -> Path:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return write_atomic(out_dir / PLAN_FILE, self.to_json())
+
+    def lab_paths(self) -> list[LabPaths]:
+        root = Path(self.repo)
+        return [find_lab(folder, root) for folder in self.labs]
+
+
+@dataclass
+class Stamp:
+    """What one task graded and how it ended (`<student>/stamp.json`)."""
+
+    student: str
+    submission: str
+    key: str  # hash of the student files, the grader's fingerprint, labs, seed, GPU use
+    files: dict[str, str]  # student file -> sha256 ("missing" when absent)
+    status: str  # GRADED, TIMED_OUT, INTERRUPTED, GRADER_ERROR
+    points: float
+    max_points: float
+    seconds: float
+    gpu_wait_seconds: float
+    finished: str
+    host: str
+
+
+def read_submissions(source: Path) -> list[Submission]:
+    """A folder with one submission per student (a folder laid out like the repository,
+    or a git repository), or a CSV roster with columns student,path (paths relative to the
+    roster's folder)."""
+    source = Path(source)
+    subs: list[Submission] = []
+    if source.is_file():
+        with source.open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            header = [h.strip().lower() for h in (reader.fieldnames or [])]
+            if "student" not in header or "path" not in header:
+                raise BatchError(f"{source}: a roster needs the columns student,path "
+                                 f"(found: {', '.join(header) or 'none'})")
+            for number, row in enumerate(reader, start=2):
+                row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+                if not row.get("student") and not row.get("path"):
+                    continue
+                path = Path(row["path"])
+                if not path.is_absolute():
+                    path = source.parent / path
+                subs.append(Submission(row["student"], str(path.resolve())))
+                if not path.exists():
+                    raise BatchError(f"{source}:{number}: {row['path']} does not exist")
+    elif source.is_dir():
+        for entry in sorted(source.iterdir()):
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue
+            name = entry.name[:-4] if entry.name.endswith(".git") else entry.name
+            subs.append(Submission(name, str(entry.resolve())))
+    else:
+        raise BatchError(f"{source} is neither a folder of submissions nor a CSV roster")
+    seen: set[str] = set()
+    for sub in subs:
+        if not NAME_RE.match(sub.student):
+            raise BatchError(f"student name {sub.student!r} cannot be a folder name (use "
+                             "letters, digits and . _ @ + -)")
+        if sub.student in seen:
+            raise BatchError(f"student {sub.student!r} appears twice")
+        seen.add(sub.student)
+    if not subs:
+        raise BatchError(f"{source}: no submissions found")
+    return subs
+
+
+
+
+def read_stamp(out_dir: Path, student: str) -> Stamp | None:
+    try:
+        return Stamp(**json.loads((out_dir / student / STAMP_FILE).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def is_current(out_dir: Path, student: str, key: str) -> bool:
+    """True when this exact submission was already graded by this grader (not regraded)."""
+    stamp = read_stamp(out_dir, student)
+    return (stamp is not None and stamp.key == key and stamp.status in KEEP_ON_RESUME
+            and (out_dir / student / "result.json").is_file())
+
+
+
+
+def load_result(out_dir: Path, student: str) -> GradeResult | None:
+    try:
+        return GradeResult.from_json((out_dir / student / "result.json").read_text())
+    except (OSError, ValueError, TypeError):
+        return None

@@ -1,0 +1,169 @@
+"""The local batch: every submission that is not current, graded by task processes a few at a
+time, each in its own session and build folder; interrupts passed on to the tasks."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .. import sandbox
+from .fingerprint import grader_fingerprint, submission_key
+from .plan import GRADER_ERROR, INTERRUPTED, Plan, is_current, load_result, read_stamp
+
+
+@dataclass
+class Outcome:
+    student: str
+    status: str  # a Stamp status, or "kept" (unchanged, not regraded)
+    points: float | None
+    max_points: float | None
+    seconds: float
+    labs: dict[str, float] = field(default_factory=dict)
+
+
+def task_command(out_dir: Path, index: int | str, work_dir: Path | None = None) -> list[str]:
+    cmd = [sys.executable, "-m", "grader", "batch", "--task", str(index), "--out",
+           str(out_dir)]
+    return cmd + (["--work-dir", str(work_dir)] if work_dir else [])
+
+
+def work_root(out_dir: Path) -> Path:
+    """Where the tasks' build folders go: in the output folder, unless student code would
+    run as another user who cannot reach it (then a temporary folder)."""
+    root = out_dir / ".work"
+    if sandbox.unprivileged_identity() is not None and sandbox.reachable_by_others(out_dir):
+        return Path(tempfile.mkdtemp(prefix="cml-batch-work-"))
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o755)
+    return root
+
+
+def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = False,
+              report: Callable[[Outcome, int, int], None] | None = None) -> list[Outcome]:
+    """Grades every submission of the plan in `out_dir` that is not current, `jobs` at a
+    time, each in its own process and build folder (a folder is reused by the next
+    submission of the same worker, so the reference builds once per worker)."""
+    out_dir = Path(out_dir).resolve()
+    plan = Plan.load(out_dir)
+    fingerprint = grader_fingerprint(plan)
+    todo: list[int] = []
+    outcomes: list[Outcome] = []
+    total = len(plan.submissions)
+    for i, sub in enumerate(plan.submissions):
+        _, key = submission_key(plan, sub, fingerprint)
+        if not force and is_current(out_dir, sub.student, key):
+            stamp = read_stamp(out_dir, sub.student)
+            outcome = Outcome(sub.student, "kept", stamp.points, stamp.max_points, 0.0,
+                              _lab_points(out_dir, sub.student))
+            outcomes.append(outcome)
+            if report:
+                report(outcome, len(outcomes), total)
+        else:
+            todo.append(i)
+    if not todo:
+        return outcomes
+    root = work_root(out_dir)
+    slots: "queue.Queue[Path]" = queue.Queue()
+    for k in range(max(1, min(jobs, len(todo)))):
+        slots.put(root / f"slot-{k}")
+
+    live: dict[int, subprocess.Popen] = {}
+    stopping = threading.Event()
+    guard = threading.Lock()
+
+    def one(i: int) -> Outcome:
+        sub = plan.submissions[i]
+        slot = slots.get()
+        start = time.monotonic()
+        started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        log = out_dir / sub.student / "grade.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with guard:
+                if stopping.is_set():
+                    return Outcome(sub.student, INTERRUPTED, None, None, 0.0)
+                f = log.open("w")
+                cmd = task_command(out_dir, i, slot) + (["--force"] if force else [])
+                proc = subprocess.Popen(cmd, cwd=plan.repo, stdout=f, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+                live[i] = proc
+            with f:
+                # the task stops itself at the limit; this is the backstop (GPU waits excluded
+                # there, so allow for them here)
+                try:
+                    proc.wait(timeout=plan.timeout * 3 + 300)
+                except subprocess.TimeoutExpired:
+                    _stop(proc)
+            with guard:
+                live.pop(i, None)
+        finally:
+            slots.put(slot)
+        stamp = read_stamp(out_dir, sub.student)
+        seconds = time.monotonic() - start
+        if stamp is None or stamp.finished < started:  # the task died before its stamp
+            return Outcome(sub.student, GRADER_ERROR, None, None, seconds)
+        return Outcome(sub.student, stamp.status, stamp.points, stamp.max_points, seconds,
+                       _lab_points(out_dir, sub.student))
+
+    def on_term(signum, _frame):
+        raise KeyboardInterrupt
+
+    main = threading.current_thread() is threading.main_thread()
+    saved = signal.signal(signal.SIGTERM, on_term) if main else None
+    try:
+        with cf.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = [pool.submit(one, i) for i in todo]
+            try:
+                for future in cf.as_completed(futures):
+                    outcome = future.result()
+                    outcomes.append(outcome)
+                    if report:
+                        report(outcome, len(outcomes), total)
+            except KeyboardInterrupt:
+                # the tasks run in their own sessions: pass the signal on, so each one stops
+                # its children and writes what it knows (graded again on the next run)
+                with guard:
+                    stopping.set()
+                    for f in futures:
+                        f.cancel()
+                    for proc in live.values():
+                        try:
+                            os.killpg(proc.pid, signal.SIGTERM)
+                        except ProcessLookupError:
+                            pass
+                raise
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, saved)
+    if not keep_work:
+        shutil.rmtree(root, ignore_errors=True)
+    return outcomes
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM (the task then kills its children and writes what it knows), then SIGKILL."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+def _lab_points(out_dir: Path, student: str) -> dict[str, float]:
+    result = load_result(out_dir, student)
+    return {lab.lab: lab.points for lab in result.labs} if result else {}

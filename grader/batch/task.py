@@ -1,0 +1,94 @@
+"""One task: grades one submission of the plan with the pipeline, GPU stages under the
+machine's GPU lock, within the wall-clock limit, and writes its result, exports and stamp."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable
+
+from .. import pipeline, sandbox
+from ..atomic import write_atomic
+from ..exports import write_exports
+from ..gpu import GpuLock
+from .fingerprint import grader_fingerprint, submission_key
+from .plan import (GRADED, GRADER_ERROR, INTERRUPTED, STAMP_FILE, TIMED_OUT, BatchError, Plan,
+                   Stamp, is_current)
+
+class TimeLimit(pipeline.Interrupted):
+    """The task's wall-clock limit was reached (SIGALRM)."""
+
+
+def _on_alarm(signum, _frame) -> None:
+    sandbox.kill_all()
+    raise TimeLimit("the wall-clock limit per submission was reached")
+
+
+def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: bool = False,
+             log: Callable[[str], None] | None = None) -> Stamp | None:
+    """Grades submission `index` of the plan in `out_dir`; None when it was already current.
+    Writes `<student>/result.json`, the exports and `<student>/stamp.json`."""
+    out_dir = Path(out_dir).resolve()
+    plan = Plan.load(out_dir)
+    if not 0 <= index < len(plan.submissions):
+        raise BatchError(f"task {index}: the plan has {len(plan.submissions)} submissions "
+                         f"(0 to {len(plan.submissions) - 1})")
+    sub = plan.submissions[index]
+    log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+    student_dir = out_dir / sub.student
+    hashes, key = submission_key(plan, sub, grader_fingerprint(plan))
+    if not force and is_current(out_dir, sub.student, key):
+        log(f"{sub.student}: unchanged since it was graded; kept")
+        return None
+
+    lock = GpuLock(plan.gpu_lock, on_wait=log)
+    start = time.monotonic()
+    opts = pipeline.Options(submission=Path(sub.path), labs=plan.lab_paths(), seed=plan.seed,
+                            work_dir=work_dir, source_root=Path(plan.repo),
+                            build_timeout=plan.build_timeout, test_timeout=plan.test_timeout,
+                            gpu=False if plan.no_gpu else None,
+                            progress=lambda text: log(f"[{time.monotonic() - start:7.1f} s] "
+                                                      f"{text}"),
+                            gpu_section=lock.section)
+    result = pipeline.new_result(opts)
+    status = GRADED
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)}
+    signal.signal(signal.SIGINT, pipeline.interrupt_handler)
+    signal.signal(signal.SIGTERM, pipeline.interrupt_handler)
+    signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        signal.alarm(max(1, int(plan.timeout)))
+        pipeline.grade(opts, result)
+    except TimeLimit:
+        status = TIMED_OUT
+        result.errors.append(
+            f"stopped: grading took longer than the batch's limit of {plan.timeout:g} s")
+    except pipeline.Interrupted as why:
+        status = INTERRUPTED
+        result.errors.append(f"interrupted ({why}); the results are incomplete")
+    except Exception as err:  # noqa: BLE001  the grader's own failure, recorded
+        result.errors.append(f"the grader failed: {type(err).__name__}: {err}")
+        status = GRADER_ERROR
+    finally:
+        signal.alarm(0)
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+    seconds = time.monotonic() - start
+    if status == GRADED and result.errors:
+        status = GRADER_ERROR
+    result.submission = sub.path
+    write_atomic(student_dir / "result.json", result.to_json() + "\n")
+    try:
+        write_exports(result, student_dir, plan.formats)
+    except ValueError as err:  # a plan edited by hand with an unknown format
+        log(f"{sub.student}: exports not written: {err}")
+    stamp = Stamp(sub.student, sub.path, key, hashes, status, result.points, result.max_points,
+                  round(seconds - lock.waited, 1), round(lock.waited, 1),
+                  time.strftime("%Y-%m-%dT%H:%M:%S%z"), os.uname().nodename)
+    write_atomic(student_dir / STAMP_FILE, json.dumps(asdict(stamp), indent=2) + "\n")
+    return stamp
