@@ -389,8 +389,8 @@ def _num(d: dict, *keys: str) -> float | None:
 
 
 def _summary(comp: dict, doc: dict) -> dict[str, Any]:
-    """The scored comparison, plus the bench's other cases and derived metrics (sweeps the
-    HTML report plots: bandwidth vs stride, cycles vs stride, throughput vs block size)."""
+    """The scored comparison, plus the bench's other cases, derived metrics and the plots it
+    declares over them (drawn by the HTML report)."""
     return {
         "baseline_ms": (comp.get("baseline") or {}).get("ms"),
         "candidate_ms": (comp.get("candidate") or {}).get("ms"),
@@ -406,6 +406,7 @@ def _summary(comp: dict, doc: dict) -> dict[str, Any]:
                            for side in ("baseline", "candidate")},
         "cases": doc.get("cases") or [],
         "metrics": doc.get("metrics") or {},
+        "plots": doc.get("plots") or [],
     }
 
 

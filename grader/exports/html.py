@@ -1,34 +1,30 @@
 """A self-contained HTML report: the lab table, each lab's parts and test cases, and plots
-where a picture says more than a table. Inline CSS and inline SVG drawn here; no script, no
-font, no image from anywhere else, so the file opens offline and as a CI artifact.
+where a picture says more than a table. Inline CSS and inline SVG (drawn with svg.py); no
+script, no font, no image from anywhere else, so the file opens offline and as a CI artifact.
 
 Plots (each one <svg>, drawn only when the data is in the result):
 - speedup over the baseline per lab, the student's beside the reference's;
 - the per-pair speedup samples of every timed lab (a strip plot: how noisy the timing was);
-- from the bench documents' sweep points (`timing.student|reference.cases`) and derived
-  figures (`.metrics`): bandwidth vs stride (cases `stride_N`, `copy` as the ceiling),
-  cycles per shared-memory access vs stride (metrics `cycles_per_access_stride_N`, with the
-  predicted conflict degree `predicted_degree_stride_N`), throughput vs block size (cases
-  `sweep_block_N`) and throughput vs predicted occupancy (cases with a metric
-  `<case>.predicted_occupancy`).
+- every plot a lab's bench declares in its document (`plots[]`, kept with the bench's
+  `cases` and `metrics` in `timing.student|reference`), the student's and the reference's
+  points as two series. The report knows no lab: a new sweep is declared in its bench.
 """
 
 from __future__ import annotations
 
-import html
 import math
-import re
-from typing import Any, Iterable
+from typing import Any
 
 from ..result import GradeResult, LabResult
-from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points, lab_number,
-               lab_reason, part_outcome, part_reason, test_counts, test_outcome, timing_summary)
+from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
+                     lab_number, lab_reason, part_outcome, part_reason, test_counts,
+                     test_outcome, timing_summary)
+from .svg import (BASE, M_BOTTOM, M_TOP, W, esc, fmt_tick, line_chart, nice_ticks,
+                  scatter_chart)
 
-STUDENT, REFERENCE, BASE = "#2563eb", "#9ca3af", "#b45309"
+STUDENT, REFERENCE = "#2563eb", "#9ca3af"
 OUTCOME_CLASS = {PASS: "pass", FAIL: "fail", SKIP: "skip", FLAG: "flag"}
 OUTCOME_WORD = {PASS: "✓", FAIL: "✗", SKIP: "–", FLAG: "⚑"}
-W, H = 640, 300  # a plot's size in SVG units
-M_LEFT, M_RIGHT, M_TOP, M_BOTTOM = 64, 132, 34, 46
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#111827;
@@ -58,187 +54,6 @@ footer{color:#6b7280;font-size:12px;margin-top:32px}
 """
 
 
-def esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
-
-
-# ------------------------------------------------------------------------------ SVG helpers
-
-def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """Round tick values covering [lo, hi]."""
-    if hi <= lo:
-        hi = lo + (abs(lo) or 1.0)
-    raw = (hi - lo) / max(count, 1)
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    start = math.floor(lo / step) * step
-    ticks = [round(start, 10)]
-    while ticks[-1] < hi - step * 1e-6:  # the last tick is at or above hi
-        ticks.append(round(ticks[-1] + step, 10))
-    return ticks
-
-
-def _fmt_tick(v: float) -> str:
-    if v == 0:
-        return "0"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    return f"{v:g}" if abs(v) >= 0.01 else f"{v:.1e}"
-
-
-class Axes:
-    """Maps data to the plot area; x linear or log2, y linear from its lowest tick."""
-
-    def __init__(self, xs: list[float], ys: list[float], log2x: bool = False,
-                 y_zero: bool = True, x_range: tuple[float, float] | None = None) -> None:
-        self.log2x = log2x
-        if x_range:
-            self.x0, self.x1 = x_range
-        elif log2x:
-            self.x0 = 2 ** math.floor(math.log2(min(xs)))
-            self.x1 = 2 ** math.ceil(math.log2(max(xs)))
-        else:
-            self.x0, self.x1 = min(xs), max(xs)
-        if self.x1 <= self.x0:
-            self.x1 = self.x0 + 1
-        lo = 0.0 if y_zero else min(ys)
-        self.yticks = nice_ticks(min(lo, min(ys)), max(ys) * 1.05 if max(ys) > 0 else 1.0)
-        self.y0, self.y1 = self.yticks[0], self.yticks[-1]
-
-    def x(self, v: float) -> float:
-        if self.log2x:
-            frac = (math.log2(v) - math.log2(self.x0)) / (math.log2(self.x1) - math.log2(self.x0))
-        else:
-            frac = (v - self.x0) / (self.x1 - self.x0)
-        return M_LEFT + frac * (W - M_LEFT - M_RIGHT)
-
-    def y(self, v: float) -> float:
-        frac = (v - self.y0) / ((self.y1 - self.y0) or 1.0)
-        return H - M_BOTTOM - frac * (H - M_TOP - M_BOTTOM)
-
-    def xticks(self) -> list[float]:
-        if self.log2x:
-            return [2.0 ** k for k in range(int(math.log2(self.x0)), int(math.log2(self.x1)) + 1)]
-        return [t for t in nice_ticks(self.x0, self.x1) if self.x0 - EPS <= t <= self.x1 + EPS]
-
-
-def _svg_open(title: str, desc: str) -> list[str]:
-    return [f'<svg viewBox="0 0 {W} {H}" role="img" '
-            f'aria-label="{esc(title)}">', f"<title>{esc(title)}</title>",
-            f"<desc>{esc(desc)}</desc>",
-            f'<text x="{M_LEFT}" y="20" font-size="14" font-weight="600" '
-            f'fill="#111827">{esc(title)}</text>']
-
-
-def _frame(ax: Axes, x_label: str, y_label: str, x_names: dict[float, str] | None = None
-           ) -> list[str]:
-    out = []
-    left, right, bottom, top = M_LEFT, W - M_RIGHT, H - M_BOTTOM, M_TOP
-    for t in ax.yticks:
-        y = ax.y(t)
-        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" '
-                   f'stroke="#e5e7eb"/>')
-        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" font-size="12" text-anchor="end" '
-                   f'fill="#374151">{esc(_fmt_tick(t))}</text>')
-    for t in ax.xticks():
-        x = ax.x(t)
-        out.append(f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 4}" '
-                   f'stroke="#6b7280"/>')
-        name = (x_names or {}).get(t, _fmt_tick(t))
-        out.append(f'<text x="{x:.1f}" y="{bottom + 17}" font-size="12" text-anchor="middle" '
-                   f'fill="#374151">{esc(name)}</text>')
-    out.append(f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#6b7280"/>')
-    out.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" stroke="#6b7280"/>')
-    out.append(f'<text x="{(left + right) / 2:.1f}" y="{H - 8}" font-size="13" '
-               f'text-anchor="middle" fill="#111827">{esc(x_label)}</text>')
-    out.append(f'<text x="14" y="{(top + bottom) / 2:.1f}" font-size="13" text-anchor="middle" '
-               f'fill="#111827" transform="rotate(-90 14 {(top + bottom) / 2:.1f})">'
-               f'{esc(y_label)}</text>')
-    return out
-
-
-def _legend(entries: list[tuple[str, str, str]]) -> list[str]:
-    """entries: (label, colour, "line" | "dot" | "dash"), right of the plot area."""
-    out = []
-    x = W - M_RIGHT + 12
-    for i, (label, color, kind) in enumerate(entries):
-        y = M_TOP + 10 + i * 18
-        if kind == "dash":
-            out.append(f'<line x1="{x}" y1="{y}" x2="{x + 16}" y2="{y}" stroke="{color}" '
-                       'stroke-width="2" stroke-dasharray="4 3"/>')
-        elif kind == "bar":
-            out.append(f'<rect x="{x}" y="{y - 5}" width="16" height="10" fill="{color}"/>')
-        else:
-            out.append(f'<line x1="{x}" y1="{y}" x2="{x + 16}" y2="{y}" stroke="{color}" '
-                       'stroke-width="2"/>')
-            out.append(f'<circle cx="{x + 8}" cy="{y}" r="3" fill="{color}"/>')
-        out.append(f'<text x="{x + 22}" y="{y + 4}" font-size="12" fill="#111827">'
-                   f'{esc(label)}</text>')
-    return out
-
-
-Series = tuple[str, str, list[tuple[float, float]]]  # label, colour, points
-
-
-def line_chart(title: str, desc: str, x_label: str, y_label: str, series: list[Series],
-               log2x: bool = False, ceiling: tuple[str, float] | None = None,
-               labels: dict[float, str] | None = None, connect: bool = True) -> str:
-    """Lines with dots, one per series; `ceiling` a dashed horizontal line; `labels` text
-    above the first series' points."""
-    xs = [x for _, _, pts in series for x, _ in pts]
-    ys = [y for _, _, pts in series for _, y in pts] + ([ceiling[1]] if ceiling else [])
-    ax = Axes(xs, ys, log2x=log2x)
-    out = _svg_open(title, desc) + _frame(ax, x_label, y_label)
-    legend = []
-    if ceiling:
-        y = ax.y(ceiling[1])
-        out.append(f'<line x1="{M_LEFT}" y1="{y:.1f}" x2="{W - M_RIGHT}" y2="{y:.1f}" '
-                   f'stroke="{BASE}" stroke-width="1.5" stroke-dasharray="5 4"/>')
-        legend.append((ceiling[0], BASE, "dash"))
-    for name, color, pts in reversed(series):  # the first series (yours) drawn on top
-        pts = sorted(pts)
-        if connect and len(pts) > 1:
-            path = " ".join(f"{ax.x(x):.1f},{ax.y(y):.1f}" for x, y in pts)
-            out.append(f'<polyline points="{path}" fill="none" stroke="{color}" '
-                       'stroke-width="2"/>')
-        for x, y in pts:
-            out.append(f'<circle cx="{ax.x(x):.1f}" cy="{ax.y(y):.1f}" r="3.5" fill="{color}">'
-                       f"<title>{esc(name)}: {esc(_fmt_tick(x))} → {y:.3g}</title></circle>")
-    legend += [(name, colour, "line") for name, colour, _ in series]
-    if labels and series:
-        pts = sorted(series[0][2])
-        for i, (x, y) in enumerate(pts):
-            if x in labels:  # the end points' labels stay inside the plot area
-                anchor = "start" if i == 0 else "end" if i == len(pts) - 1 else "middle"
-                out.append(f'<text x="{ax.x(x):.1f}" y="{ax.y(y) - 8:.1f}" font-size="11" '
-                           f'text-anchor="{anchor}" fill="#374151">{esc(labels[x])}</text>')
-    out += _legend(legend)
-    out.append("</svg>")
-    return "\n".join(out)
-
-
-def scatter_chart(title: str, desc: str, x_label: str, y_label: str,
-                  series: list[tuple[str, str, list[tuple[float, float, str]]]],
-                  x_range: tuple[float, float]) -> str:
-    """Labelled dots (x, y, label)."""
-    xs = [x for _, _, pts in series for x, _, _ in pts]
-    ys = [y for _, _, pts in series for _, y, _ in pts]
-    ax = Axes(xs, ys, x_range=x_range)
-    out = _svg_open(title, desc) + _frame(ax, x_label, y_label)
-    for name, color, pts in reversed(series):  # the first series (yours) drawn on top
-        for x, y, label in pts:
-            out.append(f'<circle cx="{ax.x(x):.1f}" cy="{ax.y(y):.1f}" r="4" fill="{color}" '
-                       f'fill-opacity="0.8"><title>{esc(name)} {esc(label)}: '
-                       f'{x:.3g}, {y:.3g}</title></circle>')
-    out += _legend([(name, color, "dot") for name, color, _ in series])
-    out.append("</svg>")
-    return "\n".join(out)
-
-
 def speedup_chart(rows: list[tuple[str, float | None, float | None]]) -> str:
     """Horizontal bars per lab: the student's speedup and the reference's; a line at 1×."""
     height = M_TOP + 26 * 2 * len(rows) + 14 * len(rows) + M_BOTTOM
@@ -258,7 +73,7 @@ def speedup_chart(rows: list[tuple[str, float | None, float | None]]) -> str:
         out.append(f'<line x1="{x:.1f}" y1="{M_TOP}" x2="{x:.1f}" y2="{bottom}" '
                    'stroke="#e5e7eb"/>')
         out.append(f'<text x="{x:.1f}" y="{bottom + 16}" font-size="12" text-anchor="middle" '
-                   f'fill="#374151">{esc(_fmt_tick(t))}×</text>')
+                   f'fill="#374151">{esc(fmt_tick(t))}×</text>')
     one = left + scale
     y = M_TOP + 4
     for name, student, reference in rows:
@@ -319,7 +134,7 @@ def strip_chart(rows: list[tuple[str, list[float], list[float]]]) -> str:
             out.append(f'<line x1="{sx(t):.1f}" y1="{base}" x2="{sx(t):.1f}" y2="{base + 3}" '
                        f'stroke="#6b7280"/><text x="{sx(t):.1f}" y="{base + 14}" '
                        f'font-size="11" text-anchor="middle" fill="#374151">'
-                       f'{esc(_fmt_tick(t))}×</text>')
+                       f'{esc(fmt_tick(t))}×</text>')
         for values_, color, dy, who in ((student, STUDENT, 10, "yours"),
                                         (reference, REFERENCE, 26, "reference")):
             for i, v in enumerate(values_):
@@ -346,35 +161,22 @@ def strip_chart(rows: list[tuple[str, list[float], list[float]]]) -> str:
 
 # --------------------------------------------------------------------- data from the result
 
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
 def bench_side(lab: LabResult, side: str) -> dict[str, Any]:
-    """The `cases` (list) and `metrics` (dict) of one side ("student" or "reference") of
-    a lab's bench, from lab.timing[side]; empty when the pipeline did not keep them."""
+    """The `cases` (list), `metrics` (dict) and `plots` (list) of one side ("student" or
+    "reference") of a lab's bench, from lab.timing[side]; empty when not kept."""
     t = lab.timing or {}
     d = t.get(side) if isinstance(t.get(side), dict) else {}
     cases = d.get("cases") if isinstance(d.get("cases"), list) else []
     metrics = d.get("metrics") if isinstance(d.get("metrics"), dict) else {}
-    return {"cases": [c for c in cases if isinstance(c, dict)], "metrics": metrics}
-
-
-def _case_points(cases: list[dict], pattern: str, field: str) -> list[tuple[float, float]]:
-    rx = re.compile(pattern)
-    pts = []
-    for c in cases:
-        m = rx.fullmatch(str(c.get("name", "")))
-        value = _num(c.get(field))
-        if m and value is not None:
-            pts.append((float(m.group(1)), value))
-    return sorted(pts)
-
-
-def _metric_points(metrics: dict, pattern: str) -> list[tuple[float, float]]:
-    rx = re.compile(pattern)
-    pts = []
-    for key, value in metrics.items():
-        m = rx.fullmatch(str(key))
-        if m and _num(value) is not None:
-            pts.append((float(m.group(1)), float(value)))
-    return sorted(pts)
+    plots = d.get("plots") if isinstance(d.get("plots"), list) else []
+    return {"cases": {c.get("name"): c for c in cases if isinstance(c, dict)},
+            "metrics": metrics,
+            "plots": [p for p in plots if isinstance(p, dict) and isinstance(p.get("id"), str)
+                      and isinstance(p.get("points"), list)]}
 
 
 def _samples(side: Any) -> list[float]:
@@ -385,77 +187,69 @@ def _samples(side: Any) -> list[float]:
     return [float(v) for v in samples or [] if _num(v) is not None]
 
 
-def _sides(lab: LabResult) -> Iterable[tuple[str, str, dict[str, Any]]]:
-    yield "yours", STUDENT, bench_side(lab, "student")
-    yield "reference", REFERENCE, bench_side(lab, "reference")
+def _value(ref: dict, side: dict[str, Any]) -> float | None:
+    """The number a point (or a ceiling) names: `case` + `field`, or `metric`."""
+    if isinstance(ref.get("case"), str):
+        case = side["cases"].get(ref["case"])
+        return _num(case.get(str(ref.get("field", "")))) if case else None
+    if isinstance(ref.get("metric"), str):
+        return _num(side["metrics"].get(ref["metric"]))
+    return None
+
+
+def _text(spec: dict, *keys: str) -> str:
+    for key in keys:
+        spec = spec.get(key) if isinstance(spec, dict) else None
+    return spec if isinstance(spec, str) else ""
 
 
 def lab_plots(lab: LabResult) -> list[tuple[str, str]]:
-    """(svg, caption) for each sweep the lab's bench recorded."""
+    """(svg, caption) for each plot the lab's bench declared, in the order declared."""
+    sides = [(who, color, bench_side(lab, key)) for who, color, key in
+             (("yours", STUDENT, "student"), ("reference", REFERENCE, "reference"))]
+    specs: dict[str, dict] = {}
+    for _, _, side in sides:
+        for spec in side["plots"]:
+            specs.setdefault(spec["id"], spec)
     plots = []
-    name = f"Lab {lab_number(lab)}"
-    # Bandwidth vs stride (cases stride_N, the copy kernel as the ceiling).
-    series, ceiling = [], None
-    for who, color, side in _sides(lab):
-        pts = _case_points(side["cases"], r"stride_(\d+)", "gbytes_per_s")
-        if pts:
-            series.append((who, color, pts))
-        copy = next((c for c in side["cases"] if c.get("name") == "copy"), None)
-        if ceiling is None and copy and _num(copy.get("gbytes_per_s")) is not None:
-            ceiling = ("copy kernel", float(copy["gbytes_per_s"]))
-    if series:
-        plots.append((line_chart(f"{name}: bandwidth vs stride", "Effective bandwidth of the "
-                                 "strided kernel at each stride.", "stride (elements)",
-                                 "GB/s", series, log2x=True, ceiling=ceiling),
-                      "Bandwidth falls as the stride spreads a warp's accesses over more "
-                      "sectors; the dashed line is a plain copy."))
-    # Cycles per shared-memory access vs stride, labelled with the predicted degree.
-    series, labels = [], {}
-    for who, color, side in _sides(lab):
-        pts = _metric_points(side["metrics"], r"cycles_per_access_stride_(\d+)")
-        if pts:
-            series.append((who, color, pts))
-        if not labels:
-            labels = {x: f"{y:g}-way" for x, y in
-                      _metric_points(side["metrics"], r"predicted_degree_stride_(\d+)")}
-    if series:
-        plots.append((line_chart(f"{name}: cycles per shared access vs stride", "Clock "
-                                 "cycles per shared-memory access of a warp at each stride, "
-                                 "with the predicted conflict degree.", "stride (words)",
-                                 "cycles per access", series, log2x=True, labels=labels),
-                      "Each doubling of the conflict degree (labels: predicted n-way "
-                      "conflict) adds replays to every access."))
-    # Throughput vs block size.
-    series = []
-    for who, color, side in _sides(lab):
-        pts = _case_points(side["cases"], r"sweep_block_(\d+)", "gbytes_per_s")
-        if pts:
-            series.append((who, color, pts))
-    if series:
-        plots.append((line_chart(f"{name}: throughput vs block size", "Throughput of the "
-                                 "same kernel launched with each block size.",
-                                 "threads per block", "GB/s", series, log2x=True),
-                      "Block sizes that are not a multiple of 32 leave lanes idle; very "
-                      "small blocks are limited by how fast blocks start."))
-    # Throughput vs predicted occupancy.
-    series_occ = []
-    for who, color, side in _sides(lab):
-        pts = []
-        for c in side["cases"]:
-            occ = _num(side["metrics"].get(f"{c.get('name')}.predicted_occupancy"))
-            rate = _num(c.get("gbytes_per_s"))
-            if occ is not None and rate is not None:
-                regs = side["metrics"].get(f"{c.get('name')}.registers")
-                pts.append((occ, rate, f"{c.get('name')}"
-                            + (f", {regs:g} registers" if _num(regs) is not None else "")))
-        if pts:
-            series_occ.append((who, color, pts))
-    if series_occ:
-        plots.append((scatter_chart(f"{name}: throughput vs occupancy", "Each launch "
-                                    "configuration's throughput against its predicted "
-                                    "occupancy.", "predicted occupancy (resident warps / "
-                                    "maximum)", "GB/s", series_occ, (0.0, 1.0)),
-                      "Each dot is one block size / register bound (hover for its name)."))
+    for plot_id, spec in specs.items():
+        log2x = _text(spec, "x", "scale") == "log2"
+        series, labels, ceiling = [], {}, None
+        for who, color, side in sides:
+            mine = next((p for p in side["plots"] if p["id"] == plot_id), None)
+            if mine is None:
+                continue
+            pts = []
+            for point in mine["points"]:
+                x, y = _num(point.get("x")) if isinstance(point, dict) else None, None
+                if x is not None and not (log2x and x <= 0):
+                    y = _value(point, side)
+                if y is not None:
+                    pts.append((x, y, _text(point, "label")))
+            if pts:
+                series.append((who, color, pts))
+                if not labels:
+                    labels = {x: label for x, _, label in pts if label}
+            ref = mine.get("ceiling")
+            if ceiling is None and isinstance(ref, dict) and _value(ref, side) is not None:
+                ceiling = (_text(ref, "label") or str(ref.get("case")), _value(ref, side))
+        if not series:
+            continue
+        title = f"Lab {lab_number(lab)}: {_text(spec, 'title') or plot_id}"
+        caption = _text(spec, "caption")
+        x_label, y_label = _text(spec, "x", "label"), _text(spec, "y", "label")
+        if spec.get("style") == "dots":
+            x = spec.get("x") if isinstance(spec.get("x"), dict) else {}
+            lo, hi = _num(x.get("min")), _num(x.get("max"))
+            svg = scatter_chart(title, caption, x_label, y_label, series,
+                                (lo, hi) if lo is not None and hi is not None and hi > lo
+                                else None)
+        else:
+            svg = line_chart(title, caption, x_label, y_label,
+                             [(who, color, [(x, y) for x, y, _ in pts])
+                              for who, color, pts in series],
+                             log2x=log2x, ceiling=ceiling, labels=labels)
+        plots.append((svg, caption))
     return plots
 
 

@@ -9,7 +9,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from grader.exports import FORMATS, write_exports
-from grader.exports.html import lab_plots, nice_ticks, to_html
+from grader.exports.html import lab_plots, to_html
+from grader.exports.svg import nice_ticks
 from grader.result import GradeResult, LabResult, PartResult, TestResult
 
 
@@ -47,22 +48,30 @@ def _ms(median: float, samples: list[float]) -> dict:
             "samples": samples}
 
 
-def _side(speedups: list[float], cases: list[dict], metrics: dict) -> dict:
+def _side(speedups: list[float], cases: list[dict], metrics: dict, plots: list[dict]) -> dict:
     med = sorted(speedups)[len(speedups) // 2]
     return {"baseline_ms": _ms(2.0, [2.0] * len(speedups)),
             "candidate_ms": _ms(2.0 / med, [2.0 / s for s in speedups]),
             "speedup": _ms(med, speedups), "converged": True,
             "verification": {"checked": True, "passed": True, "message": "ok"},
-            "cases": cases, "metrics": metrics}
+            "cases": cases, "metrics": metrics, "plots": plots}
 
 
 def _case(name: str, gbps: float) -> dict:
     return {"name": name, "converged": True, "ms": {"median": 1.0}, "gbytes_per_s": gbps}
 
 
+def _plot(plot_id: str, title: str, points: list[dict], **kw) -> dict:
+    """A plot as a bench declares it (cml::BenchReport::plot)."""
+    return {"id": plot_id, "title": title, "caption": f"about {title}", "style": "line",
+            "x": {"label": "x", "scale": "log2"}, "y": {"label": "y"}, "points": points, **kw}
+
+
 def _lab(folder: str, title: str, speedups: list[float], ref: list[float], cases: list[dict],
-         metrics: dict) -> LabResult:
-    timing = {"student": _side(speedups, cases, metrics), "reference": _side(ref, cases, metrics),
+         metrics: dict, plots: list[dict] = ()) -> LabResult:
+    plots = list(plots)
+    timing = {"student": _side(speedups, cases, metrics, plots),
+              "reference": _side(ref, cases, metrics, plots),
               "student_speedup": sorted(speedups)[len(speedups) // 2],
               "reference_speedup": sorted(ref)[len(ref) // 2]}
     lab = LabResult(folder, title, 90.0, 100.0, timing=timing)
@@ -80,19 +89,35 @@ def timed_result() -> GradeResult:
     strides = [1, 2, 4, 8, 16, 32]
     lab01 = _lab("01_warp_sizing", "Warp sizing", [11.9, 12.1, 12.3], [12.2, 12.4, 12.6],
                  [_case(f"sweep_block_{b}", 100.0 + b) for b in (14, 32, 64, 128, 256, 1024)],
-                 {})
+                 {}, [_plot("throughput_vs_block", "throughput vs block size",
+                            [{"x": b, "case": f"sweep_block_{b}", "field": "gbytes_per_s"}
+                             for b in (14, 32, 64, 128, 256, 1024)])])
     lab02 = _lab("02_coalescing", "Coalescing", [3.0, 3.1, 3.2], [3.9, 4.0, 4.1],
                  [_case("copy", 3000.0)] + [_case(f"stride_{s}", 2800.0 / s) for s in strides],
-                 {})
+                 {}, [_plot("bandwidth_vs_stride", "bandwidth vs stride",
+                            [{"x": s, "case": f"stride_{s}", "field": "gbytes_per_s"}
+                             for s in strides],
+                            ceiling={"label": "copy kernel", "case": "copy",
+                                     "field": "gbytes_per_s"})])
     lab06 = _lab("06_bank_conflicts", "Bank conflicts", [1.5, 1.6], [1.6, 1.6], [],
                  {**{f"cycles_per_access_stride_{s}": 21.0 + 2 * s for s in strides},
-                  **{f"predicted_degree_stride_{s}": s for s in strides}})
+                  **{f"predicted_degree_stride_{s}": s for s in strides}},
+                 [_plot("cycles_vs_stride", "cycles per shared access vs stride",
+                        [{"x": s, "metric": f"cycles_per_access_stride_{s}", "label": f"{s}-way"}
+                         for s in strides])])
     lab07 = _lab("07_occupancy", "Occupancy", [1.9, 2.0], [2.1, 2.2],
                  [_case("unbounded_b256", 900.0), _case("bounds256x8_b256", 1500.0)],
                  {"unbounded_b256.predicted_occupancy": 0.375,
                   "unbounded_b256.registers": 80,
                   "bounds256x8_b256.predicted_occupancy": 1.0,
-                  "bounds256x8_b256.registers": 32})
+                  "bounds256x8_b256.registers": 32},
+                 [_plot("throughput_vs_occupancy", "throughput vs occupancy",
+                        [{"x": 0.375, "case": "unbounded_b256", "field": "gbytes_per_s",
+                          "label": "unbounded_b256, 80 registers"},
+                         {"x": 1.0, "case": "bounds256x8_b256", "field": "gbytes_per_s",
+                          "label": "bounds256x8_b256, 32 registers"}],
+                        style="dots", x={"label": "predicted occupancy", "scale": "linear",
+                                         "min": 0, "max": 1})])
     untimed = LabResult("05_boundary_checks", "Boundary checks", 0.0, 100.0,
                         [PartResult("correctness", "Any size", "not_graded", 0.0, 100.0)])
     labs = [lab01, lab02, untimed, lab06, lab07]
@@ -157,6 +182,30 @@ class HtmlReportTest(unittest.TestCase):
         self.assertNotIn("<svg", page)
         self.assertIn("GPU parts were not graded", page)
         self.assertEqual(self.parse(page).errors, [])
+
+    def test_only_declared_plots_are_drawn(self):
+        lab = self.result.labs[1]  # cases stride_N and copy, as lab 02's bench writes them
+        for side in ("student", "reference"):
+            lab.timing[side]["plots"] = []
+        self.assertEqual(lab_plots(lab), [])  # no plot recognised by its cases' names
+
+    def test_a_new_sweep_needs_no_change_here(self):
+        lab = self.result.labs[1]
+        spec = _plot("latency_vs_depth", "latency vs queue depth",
+                     [{"x": d, "case": name, "field": "ms"} for d, name in
+                      ((1, "copy"), (2, "stride_2"), (4, "nowhere"))], style="line",
+                     x={"label": "queue depth", "scale": "linear"})
+        for case in lab.timing["student"]["cases"]:
+            case["ms"] = 2.0
+        lab.timing["student"]["plots"] = [spec]
+        lab.timing["reference"]["plots"] = []
+        plots = lab_plots(lab)
+        self.assertEqual(len(plots), 1)
+        svg, caption = plots[0]
+        self.assertIn("Lab 02: latency vs queue depth", svg)
+        self.assertIn("queue depth", svg)
+        self.assertEqual(caption, "about latency vs queue depth")
+        self.assertEqual(svg.count("</circle>"), 2)  # the point with no case is left out
 
     def test_plots_need_their_data(self):
         lab = self.result.labs[1]
