@@ -15,6 +15,7 @@ from .. import pipeline, workspace
 from ..rubric import RubricError, load_rubric
 from .plan import Plan, Submission
 
+
 def _hash_files(paths: list[Path], root: Path, h) -> None:
     for path in sorted(paths):
         h.update(str(path.relative_to(root)).encode() + b"\0")

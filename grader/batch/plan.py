@@ -137,8 +137,6 @@ def read_submissions(source: Path) -> list[Submission]:
     return subs
 
 
-
-
 def read_stamp(out_dir: Path, student: str) -> Stamp | None:
     try:
         return Stamp(**json.loads((out_dir / student / STAMP_FILE).read_text()))
@@ -151,8 +149,6 @@ def is_current(out_dir: Path, student: str, key: str) -> bool:
     stamp = read_stamp(out_dir, student)
     return (stamp is not None and stamp.key == key and stamp.status in KEEP_ON_RESUME
             and (out_dir / student / "result.json").is_file())
-
-
 
 
 def load_result(out_dir: Path, student: str) -> GradeResult | None:

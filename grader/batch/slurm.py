@@ -10,6 +10,7 @@ from pathlib import Path
 from ..atomic import write_atomic
 from .plan import Plan
 
+
 def slurm_script(plan: Plan, out_dir: Path, time_limit: float, cpus: int,
                  extra: list[str], max_parallel: int | None = None) -> str:
     """A job array with one task per submission; each runs the same task command as the

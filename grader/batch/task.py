@@ -20,6 +20,7 @@ from .fingerprint import grader_fingerprint, submission_key
 from .plan import (GRADED, GRADER_ERROR, INTERRUPTED, STAMP_FILE, TIMED_OUT, BatchError, Plan,
                    Stamp, is_current)
 
+
 class TimeLimit(pipeline.Interrupted):
     """The task's wall-clock limit was reached (SIGALRM)."""
 

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 from ..result import CRASHED, ERROR, FAILED, PASSED, TIMEOUT, GradeResult, LabResult
 from .common import (FAIL, FLAG, PASS, PART_LABELS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
-               part_outcome, part_reason, xml_text)
+                     part_outcome, part_reason, xml_text)
 
 
 def _one_line(text: str, limit: int = 300) -> str:

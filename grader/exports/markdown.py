@@ -7,8 +7,9 @@ import html
 import re
 
 from ..result import GradeResult, LabResult
-from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points, lab_reason,
-               part_outcome, part_reason, test_counts, test_outcome, timing_summary)
+from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
+                     lab_reason, part_outcome, part_reason, test_counts, test_outcome,
+                     timing_summary)
 
 ICONS = {PASS: "✅", FAIL: "❌", SKIP: "⏭️", FLAG: "🚩"}
 DASH = "–"

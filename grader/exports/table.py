@@ -7,8 +7,8 @@ import os
 import sys
 
 from ..result import GradeResult, LabResult
-from .common import (EPS, one_line, FAIL, FLAG, PASS, SKIP, fmt_points, lab_reason, part_outcome, part_reason,
-               test_counts, timing_summary)
+from .common import (EPS, one_line, FAIL, FLAG, PASS, SKIP, fmt_points, lab_reason,
+                     part_outcome, part_reason, test_counts, timing_summary)
 
 COLUMNS = (("Lab", 34, "<"), ("Tests", 14, ">"), ("Time", 11, ">"), ("Speedup", 9, ">"),
            ("vs ref", 10, ">"), ("Points", 14, ">"))
