@@ -324,6 +324,72 @@ void BenchReport::metric(const std::string& name, double value) {
   metrics_.emplace_back(name, value);
 }
 
+Plot& Plot::case_point(double x, const std::string& case_name, const std::string& field,
+                       const std::string& label) {
+  points.push_back({x, "case", case_name, field, label});
+  return *this;
+}
+
+Plot& Plot::metric_point(double x, const std::string& metric, const std::string& label) {
+  points.push_back({x, "metric", metric, "", label});
+  return *this;
+}
+
+Plot& Plot::ceiling(const std::string& case_name, const std::string& label,
+                    const std::string& field) {
+  ceiling_case = case_name;
+  ceiling_label = label;
+  ceiling_field = field;
+  return *this;
+}
+
+Plot& BenchReport::plot(const std::string& id, const std::string& title,
+                        const std::string& x_label, const std::string& y_label) {
+  for (auto& p : plots_) {
+    if (p.id == id) return p;
+  }
+  Plot p;
+  p.id = id;
+  p.title = title;
+  p.x_label = x_label;
+  p.y_label = y_label;
+  plots_.push_back(std::move(p));
+  return plots_.back();
+}
+
+namespace {
+
+void write_plot(JsonWriter& json, const Plot& p) {
+  json.begin_object()
+      .field("id", p.id)
+      .field("title", p.title)
+      .field("caption", p.caption)
+      .field("style", p.lines ? "line" : "dots");
+  json.key("x").begin_object().field("label", p.x_label);
+  json.field("scale", p.log2_x ? "log2" : "linear");
+  if (p.x_max > p.x_min) json.field("min", p.x_min).field("max", p.x_max);
+  json.end_object();
+  json.key("y").begin_object().field("label", p.y_label).end_object();
+  if (!p.ceiling_case.empty()) {
+    json.key("ceiling")
+        .begin_object()
+        .field("label", p.ceiling_label)
+        .field("case", p.ceiling_case)
+        .field("field", p.ceiling_field)
+        .end_object();
+  }
+  json.key("points").begin_array();
+  for (const auto& pt : p.points) {
+    json.begin_object().field("x", pt.x).field(pt.kind, pt.name);
+    if (!pt.field.empty()) json.field("field", pt.field);
+    if (!pt.label.empty()) json.field("label", pt.label);
+    json.end_object();
+  }
+  json.end_array().end_object();
+}
+
+}  // namespace
+
 std::string BenchReport::finish() {
   const ClockSample clocks_end = sample_clocks(device_);
   JsonWriter j;
@@ -404,6 +470,13 @@ std::string BenchReport::finish() {
     metrics.emplace_back(name, v.str());
   }
   splice_object("metrics", metrics);
+  std::vector<std::string> plots;
+  for (const auto& p : plots_) {
+    JsonWriter pj;
+    write_plot(pj, p);
+    plots.push_back(pj.str());
+  }
+  splice_array("plots", plots);
   out += "}";
   return out;
 }

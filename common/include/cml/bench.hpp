@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -49,6 +50,36 @@ struct Work {
   double bytes = 0;  ///< bytes that must cross device memory per run (GB/s when > 0)
 };
 
+/// A plot the grader's HTML report draws from the document, declared by the bench that
+/// sweeps (the grader recognises no case names). Each point's y is read from the document:
+/// a field of a case (`case_point`) or a metric (`metric_point`), so the plot shows the
+/// same numbers the document records. Written under "plots" (grader/README.md).
+struct Plot {
+  struct Point {
+    double x = 0;
+    std::string kind;   ///< "case" or "metric"
+    std::string name;   ///< the case's or the metric's name
+    std::string field;  ///< a case's number: "gbytes_per_s", "gflops", ...
+    std::string label;  ///< text shown above the point (may be empty)
+  };
+  std::string id;       ///< names the plot; the same in every variant's document
+  std::string title;    ///< "bandwidth vs stride"
+  std::string caption;  ///< a sentence under the plot: what to read in it
+  std::string x_label, y_label;
+  bool log2_x = false;  ///< x on a log2 axis (powers of two)
+  bool lines = true;    ///< false: dots only (a scatter)
+  double x_min = 0, x_max = 0;  ///< the x axis' range when x_max > x_min; else the data's
+  std::string ceiling_case, ceiling_field, ceiling_label;  ///< a case drawn as a dashed line
+  std::vector<Point> points;
+
+  Plot& case_point(double x, const std::string& case_name,
+                   const std::string& field = "gbytes_per_s", const std::string& label = "");
+  Plot& metric_point(double x, const std::string& metric, const std::string& label = "");
+  /// A case's value as a dashed horizontal line (a ceiling such as a plain copy).
+  Plot& ceiling(const std::string& case_name, const std::string& label,
+                const std::string& field = "gbytes_per_s");
+};
+
 /// Collects a bench's measurements and writes them as one JSON document.
 class BenchReport {
  public:
@@ -66,6 +97,10 @@ class BenchReport {
   void add_case(const std::string& name, const CaseTiming& timing, const Work& work);
   /// A derived figure (a fraction, a count) under "metrics".
   void metric(const std::string& name, double value);
+  /// Declares a plot (see Plot); returns it for its points, which may be added until
+  /// finish(). Declaring an id again returns the plot already declared.
+  Plot& plot(const std::string& id, const std::string& title, const std::string& x_label,
+             const std::string& y_label);
 
   /// Samples the clocks again and returns the document.
   std::string finish();
@@ -81,6 +116,7 @@ class BenchReport {
   std::vector<std::pair<std::string, std::string>> params_;  // name, JSON text
   std::vector<std::string> comparisons_, cases_;             // JSON texts
   std::vector<std::pair<std::string, double>> metrics_;
+  std::deque<Plot> plots_;  // a deque: the references plot() returns stay valid
 };
 
 /// One line for standard error: times, speedup, verified runs, launches per call, and any

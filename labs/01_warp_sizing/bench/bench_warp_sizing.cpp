@@ -72,6 +72,11 @@ int main(int argc, char** argv) {
     }
 
     if (args.get_int("sweep", 1) != 0) {
+      cml::Plot& plot = report.plot("throughput_vs_block", "throughput vs block size",
+                                    "threads per block", "GB/s");
+      plot.log2_x = true;
+      plot.caption = "Block sizes that are not a multiple of 32 leave lanes idle; very small "
+                     "blocks are limited by how fast blocks start.";
       for (int threads : {14, 32, 36, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024}) {
         if (threads > device.max_threads_per_block) break;
         cml::Measurement m;
@@ -81,6 +86,7 @@ int main(int argc, char** argv) {
         m.check = check;
         const auto t = harness.time_single(m);
         report.add_case("sweep_block_" + std::to_string(threads), t, work);
+        plot.case_point(threads, "sweep_block_" + std::to_string(threads));
         std::cerr << "sweep " << threads << " threads: " << cml::summary(t) << ", "
                   << work.bytes / t.result.ms.median * 1e-6 << " GB/s\n";
       }

@@ -111,11 +111,18 @@ int main(int argc, char** argv) {
 
       std::vector<int> strides = {1, 2, 4, 8, 16, 32};
       if (only_stride > 0) strides = {only_stride};
+      cml::Plot& plot = report.plot("bandwidth_vs_stride", "bandwidth vs stride",
+                                    "stride (elements)", "GB/s");
+      plot.log2_x = true;
+      plot.caption = "Bandwidth falls as the stride spreads a warp's accesses over more "
+                     "sectors; the dashed line is a plain copy.";
+      plot.ceiling("copy", "copy kernel");
       for (const int stride : strides) {
         const std::string name = "stride_" + std::to_string(stride);
         const auto t = measure(
             name, [=](const cml::Sample&) { lab02::strided_read(in, out, count, stride); }, stride);
         report.add_case(name, t, work);
+        plot.case_point(stride, name);
         report.metric(name + "_fraction_of_copy", copy.result.ms.median / t.result.ms.median);
         std::cerr << name << ": " << 2.0 * count * sizeof(float) / t.result.ms.median * 1e-6
                   << " GB/s effective, " << copy.result.ms.median / t.result.ms.median

@@ -146,6 +146,12 @@ int main(int argc, char** argv) {
                 << " %): " << cml::summary(t) << "\n";
     }
 
+    cml::Plot& plot = report.plot("throughput_vs_occupancy", "throughput vs occupancy",
+                                  "predicted occupancy (resident warps / maximum)", "GB/s");
+    plot.lines = false;
+    plot.x_min = 0.0;
+    plot.x_max = 1.0;
+    plot.caption = "Each dot is one block size / register bound (hover for its name).";
     for (const auto& point : sweep_points()) {
       const void* fn = reinterpret_cast<const void*>(point.kernel);
       const double occ = predicted_occupancy(fn, point.block, device);
@@ -172,6 +178,8 @@ int main(int argc, char** argv) {
       report.add_case(point.name, t, work);
       report.metric(point.name + ".predicted_occupancy", occ);
       report.metric(point.name + ".registers", regs);
+      plot.case_point(occ, point.name, "gbytes_per_s",
+                      point.name + ", " + std::to_string(regs) + " registers");
       std::cerr << point.name << ": " << regs << " registers, predicted occupancy " << occ * 100
                 << " %; " << cml::summary(t) << "\n";
     }
