@@ -140,8 +140,9 @@ class BatchCommandTest(unittest.TestCase):
         self.assertEqual(by_id["12345"][0:1] + by_id["12345"][5:], ["Smith, John", "46.67"])
         self.assertEqual(by_id["23456"][5], "15")  # host parts only, no GPU
         self.assertEqual(by_id["34567"][5], "")  # no submission: left blank
-        self.assertTrue((out / "moodle-import.csv").is_file())
-        self.assertIn("moodle-import.csv: no identifier", proc.stderr)  # roster has no e-mail
+        moodle = parse((out / "moodle-import.csv").read_text())
+        self.assertIn(["", "s001", "jsmith", "Smith, John", "46.67"], moodle)
+        self.assertNotIn("no identifier", proc.stderr)  # ID number and username: enough
 
 
 if __name__ == "__main__":
