@@ -9,7 +9,9 @@ The grader takes a student's files from a folder laid out like the repository
   `<login>_<user id>_<submission id>_<file name>` (`_LATE_` after the login for a late
   one; a file submitted again gets `-1`, `-2` … before its extension);
 - **Moodle** "Download all submissions": one folder per student named
-  `<full name>_<participant id>_assignsubmission_file_` holding the student's files.
+  `<full name>_<participant id>_assignsubmission_file_` holding the student's files;
+- **folders of flat uploads** (Gradescope's or PrairieLearn's downloads): one folder per
+  student holding the files by name, not laid out like the repository.
 
 A file is mapped by its base name to the lab path of the rubric's `student_files` with
 that name, so a lab's file names must differ between the labs graded together. Only
@@ -173,15 +175,27 @@ def _name_students(found: dict[str, Download]) -> list[Download]:
     return downloads
 
 
+def flat_folders(folder: Path, by_name: dict[str, str]) -> bool:
+    """True when a student's folder holds a student file by name at its top, not at its
+    lab path (a download of flat uploads)."""
+    for entry in folder.iterdir() if folder.is_dir() else []:
+        if entry.is_dir() and not entry.name.startswith(".") and not (entry / "labs").is_dir() \
+                and any((entry / name).is_file() for name in by_name):
+            return True
+    return False
+
+
 def stage_download(source: Path, out_dir: Path, labs: list[LabPaths]) -> Path:
-    """`source` itself when it is not a Canvas or Moodle download; otherwise the folder
-    (under `out_dir`) where each student's files were copied to their lab paths, one
-    folder per student, with `lms.json` describing who is who."""
+    """`source` itself when it is not a Canvas or Moodle download nor a folder of flat
+    uploads; otherwise the folder (under `out_dir`) where each student's files were copied
+    to their lab paths, one folder per student, with `lms.json` describing who is who."""
     source = Path(source)
-    kind = layout(source)
+    by_name = student_files_by_name(labs)
+    kind = layout(source) or ("folders" if flat_folders(source, by_name) else None)
     if kind is None:
         return source
-    by_name = student_files_by_name(labs)
+    if kind == "folders":
+        return _stage_folders(source, Path(out_dir) / STAGED, by_name)
     found = (read_canvas if kind == "canvas" else read_moodle)(source, by_name)
     dest = Path(out_dir) / STAGED
     if dest.exists():
@@ -197,6 +211,17 @@ def stage_download(source: Path, out_dir: Path, labs: list[LabPaths]) -> Path:
                 del d.files[rel]
         info[d.student] = asdict(d)
     (dest / INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    return dest
+
+
+def _stage_folders(source: Path, dest: Path, by_name: dict[str, str]) -> Path:
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for entry in sorted(source.iterdir()):
+        if entry.is_dir() and not entry.is_symlink() and not entry.name.startswith("."):
+            (dest / entry.name).mkdir()
+            stage_flat(entry, dest / entry.name, by_name)
     return dest
 
 

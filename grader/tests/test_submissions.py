@@ -108,6 +108,15 @@ class MappingTest(unittest.TestCase):
         self.assertEqual(submissions.read_info(self.tmp / "out")["Muller_Jorg"]["name"],
                          "Müller, Jörg")
 
+    def test_folders_of_flat_uploads(self):
+        src = self.tmp / "gradescope"
+        (src / "submission_101").mkdir(parents=True)
+        (src / "submission_101" / "tiled_matmul.cu").write_text("// flat\n")
+        (src / "submission_102").mkdir()
+        staged = submissions.stage_download(src, self.tmp / "out", [find_lab("04")])
+        self.assertEqual((staged / "submission_101" / LAB04).read_text(), "// flat\n")
+        self.assertTrue((staged / "submission_102").is_dir())
+
     def test_a_repository_folder_is_left_alone(self):
         src = self.tmp / "class"
         (src / "alice" / "labs").mkdir(parents=True)
