@@ -201,7 +201,7 @@ class Runner:
         self.runs += 1
         report = self.run_dir / f"report-{self.runs}.xml"
         cmd = [*self.wrapper, str(binary), spec, "-r", "xml", "-o", str(report),
-               "--rng-seed", str(self.seed)]
+               "--rng-seed", str(self.seed), "--durations", "yes"]  # each case's time
         timeout = max(1.0, min(self.timeout, self.deadline - time.monotonic()))
         outcome = sandbox.run(cmd, cwd=self.run_dir, timeout=timeout, env=self.env,
                               identity=self.identity, jail=self.jail)

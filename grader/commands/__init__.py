@@ -1,7 +1,7 @@
 """The grader's subcommands: each module has `add_parser(subparsers)` and `run(args) -> int`."""
 
-from . import (batch, check, ci, doctor, expect_fail, grade, list_labs, release,
-               skeleton)
+from . import (batch, check, ci, doctor, expect_fail, grade, integrations, list_labs,
+               release, skeleton)
 
 COMMANDS = {
     "doctor": doctor,
@@ -13,4 +13,5 @@ COMMANDS = {
     "ci": ci,
     "batch": batch,
     "release": release,
+    "integrations": integrations,
 }

@@ -16,6 +16,7 @@ from pathlib import Path
 from .. import batch
 from ..exports import FORMATS, fmt_points
 from ..paths import ROOT
+from ..submissions import stage_download
 from ._common import choose_labs
 
 HELP = "grade many submissions (a folder or a CSV roster) into a gradebook"
@@ -66,6 +67,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="an extra #SBATCH line, e.g. --sbatch=--partition=gpu (repeatable)")
     p.add_argument("--collect", type=Path, metavar="DIR",
                    help="merge DIR's results into DIR/gradebook.csv and DIR/summary.md")
+    p.add_argument("--roster", type=Path, default=None,
+                   help="the LMS's roster CSV (Canvas's or Moodle's export): its id, SIS, "
+                        "e-mail and section columns are added to gradebook.csv")
+    p.add_argument("--export", default="", help="also write gradebooks the LMS imports: "
+                   "canvas (canvas-import.csv), moodle (moodle-import.csv), or both")
     p.add_argument("--task", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--work-dir", type=Path, default=None, help=argparse.SUPPRESS)
     return p
@@ -103,9 +109,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if {e.strip() for e in args.export.split(",")} - {"", "canvas", "moodle"}:
+        print(f"batch: --export takes canvas, moodle (got {args.export})", file=sys.stderr)
+        return 1  # before grading anything
     if args.collect is not None:
         manifest = batch.collect(args.collect)
-        return _report_collected(args.collect, manifest)
+        return _lms_files(args, args.collect) or _report_collected(args.collect, manifest)
     if args.out is None:
         print("batch: --out DIR is required", file=sys.stderr)
         return 1
@@ -133,7 +142,8 @@ def _run(args: argparse.Namespace) -> int:
     plan = batch.Plan(repo=str(ROOT), labs=[lab.folder for lab in labs],
                       seed=seed if seed is not None else batch.new_seed(),
                       timeout=args.timeout,
-                      submissions=batch.read_submissions(args.submissions), formats=formats,
+                      submissions=batch.read_submissions(  # Canvas/Moodle downloads mapped
+                          stage_download(args.submissions, out, labs)), formats=formats,
                       gpu_lock=args.gpu_lock, no_gpu=args.no_gpu,
                       build_timeout=args.build_timeout, test_timeout=args.test_timeout)
     plan.save(out)
@@ -157,7 +167,30 @@ def _run(args: argparse.Namespace) -> int:
     kept = sum(1 for o in outcomes if o.status == "kept")
     print(f"{len(outcomes) - kept} graded, {kept} unchanged (kept) in "
           f"{time.monotonic() - start:.1f} s")
-    return _report_collected(out, manifest)
+    return _lms_files(args, out) or _report_collected(out, manifest)
+
+
+def _lms_files(args: argparse.Namespace, out: Path) -> int:
+    """--roster and --export: the gradebook joined to the LMS's roster, import files."""
+    from ..exports import lms
+    from ..rubric import load_rubric
+    from ..submissions import read_info
+
+    exports = [e.strip() for e in (args.export or "").split(",") if e.strip()]
+    if not exports and args.roster is None:
+        return 0
+    unknown = [e for e in exports if e not in lms.EXPORTS]
+    if unknown or (args.roster is not None and not args.roster.is_file()):
+        print(f"batch: {'unknown --export ' + ', '.join(unknown) if unknown else 'no roster '}"
+              f"{'' if unknown else str(args.roster)}", file=sys.stderr)
+        return 1
+    labs = [lms.LabColumn(lab.folder, (r := load_rubric(lab)).title, r.max_points)
+            for lab in batch.Plan.load(out).lab_paths()]
+    for warning in lms.write_files(out, labs, args.roster, exports, read_info(out)):
+        print(f"batch: {warning}", file=sys.stderr)
+    print("wrote " + ", ".join(str(Path(out) / lms.EXPORTS[e]) for e in exports)
+          if exports else f"joined {args.roster} to {Path(out) / 'gradebook.csv'}")
+    return 0
 
 
 def _report_collected(out: Path, manifest: dict) -> int:

@@ -68,8 +68,12 @@ def _details(lab: LabResult) -> list[str]:
             note = ""
             if outcome != PASS:
                 first = next((m.strip() for m in test.messages if m.strip()), "")
-                note = f"{TEST_WORDS.get(test.status, test.status)}" + (
-                    f": {first.splitlines()[0]}" if first else "")
+                first = first.splitlines()[0] if first else ""
+                word = TEST_WORDS.get(test.status, test.status)
+                if first.lower().startswith(word.lower()):  # "not run: no CUDA device"
+                    note = first
+                else:
+                    note = word + (f": {first}" if first else "")
             hidden = " (hidden)" if test.hidden else ""
             out.append(f"- {ICONS[outcome]} {_inline(test.name)}{hidden}"
                        + (f" — {_inline(note)}" if note else ""))

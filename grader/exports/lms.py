@@ -1,0 +1,224 @@
+"""Gradebooks an LMS imports as they are: Canvas's gradebook CSV and Moodle's grade import
+CSV, one column per lab with its points possible; and the batch's gradebook joined to the
+LMS's roster (its id, SIS, e-mail and section columns). Rows in, text out; the only file
+work is `write_files`, which `batch --roster/--export` calls.
+
+Canvas ("Grades > Import"): the columns `Student, ID, SIS User ID, SIS Login ID, Section`,
+then one column per assignment; the first data row is `Points Possible`. A column named
+like an assignment of the course's export ("Lab 04 (12345)") updates that assignment;
+any other name creates a new one. Canvas matches a student by ID, SIS User ID or SIS Login
+ID.
+
+Moodle ("Grades > Import > CSV file"): one row per student with an identifier column
+(`Email address`, `ID number` or `Username`, mapped to "useremail", "useridnumber" or
+"username" in the import form) and one column per grade item.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+IDENTITY = ("name", "id", "sis_user_id", "sis_login_id", "email", "section")
+# Roster headers, lower case, as Canvas, Moodle and hand-made rosters spell them.
+ALIASES = {
+    "name": ("student", "name", "full name", "student name", "display name"),
+    "id": ("id", "user id", "canvas id", "canvas user id", "lms id"),
+    "sis_user_id": ("sis user id", "id number", "idnumber", "sis id", "student id"),
+    "sis_login_id": ("sis login id", "login id", "username", "login"),
+    "email": ("email", "email address", "e-mail", "e-mail address"),
+    "section": ("section", "sections", "group", "groups"),
+}
+FIRST, LAST = ("first name",), ("last name", "surname")
+NO_SUBMISSION = "no submission"
+SCORED = ("graded", "timeout")  # statuses whose points are a grade
+
+
+@dataclass
+class LabColumn:
+    folder: str  # 04_tiled_matmul
+    title: str
+    points: float  # points possible
+
+    @property
+    def label(self) -> str:
+        return f"Lab {self.folder[:2]}: {self.title}"
+
+
+def _key(text: str) -> str:
+    return re.sub(r"[^a-z0-9@.]+", "", str(text).lower())
+
+
+def read_csv(text: str) -> tuple[list[str], list[dict[str, str]]]:
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+    rows = [{(k or "").strip(): (v or "").strip() for k, v in row.items()} for row in reader]
+    return [h.strip() for h in reader.fieldnames or []], rows
+
+
+def roster_identity(row: dict[str, str]) -> dict[str, str]:
+    """A roster row's identity fields (IDENTITY), whatever its LMS called them."""
+    lower = {k.lower(): v for k, v in row.items()}
+    out = {}
+    for field, names in ALIASES.items():
+        out[field] = next((lower[n] for n in names if lower.get(n)), "")
+    if not out["name"]:
+        first = next((lower[n] for n in FIRST if lower.get(n)), "")
+        last = next((lower[n] for n in LAST if lower.get(n)), "")
+        out["name"] = f"{last}, {first}" if first and last else first or last
+    return out
+
+
+def _match_keys(identity: dict[str, str]) -> set[str]:
+    keys = {_key(identity.get(f, "")) for f in ("id", "sis_user_id", "sis_login_id", "email")}
+    name = identity.get("name", "")
+    if name:
+        keys.add(_key(name))
+        if "," in name:  # "Smith, John" is also "John Smith"
+            last, first = name.split(",", 1)
+            keys.add(_key(first + last))
+    return {k for k in keys if k}
+
+
+def join_roster(gradebook: list[dict[str, str]], roster: list[dict[str, str]],
+                downloads: dict[str, dict] | None = None) -> list[dict[str, str]]:
+    """The gradebook's rows with the roster's identity columns after `student`; a roster
+    student without a row gets one with status "no submission". `downloads` (a staged
+    Canvas or Moodle download's lms.json) supplies each student's LMS id and name."""
+    downloads = downloads or {}
+    people = [roster_identity(r) for r in roster]
+    keys = [_match_keys(p) for p in people]
+    used: set[int] = set()
+    out = []
+    for row in gradebook:
+        student = row.get("student", "")
+        info = downloads.get(student, {})
+        mine = {_key(student), _key(info.get("lms_id", "")), _key(info.get("name", ""))} - {""}
+        found = next((i for i, k in enumerate(keys) if i not in used and k & mine), None)
+        identity = dict.fromkeys(IDENTITY, "")
+        if info:
+            identity.update(name=info.get("name", ""), id=info.get("lms_id", ""))
+        if found is not None:
+            used.add(found)
+            identity.update({k: v for k, v in people[found].items() if v})
+        out.append(_with_identity(row, identity))
+    columns = list(gradebook[0]) if gradebook else ["student", "total", "max_points", "status"]
+    for i, person in enumerate(people):
+        if i not in used:
+            row = dict.fromkeys(columns, "")
+            row["student"] = person["sis_login_id"] or person["email"] or person["name"]
+            row["status"] = NO_SUBMISSION
+            out.append(_with_identity(row, person))
+    return out
+
+
+def _with_identity(row: dict[str, str], identity: dict[str, str]) -> dict[str, str]:
+    out = {"student": row.get("student", "")}
+    out.update({k: identity.get(k, "") for k in IDENTITY})
+    out.update({k: v for k, v in row.items() if k != "student"})
+    return out
+
+
+def to_csv(rows: list[dict[str, str]], columns: list[str] | None = None) -> str:
+    buf = io.StringIO()
+    columns = columns or (list(rows[0]) if rows else [])
+    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def _points(row: dict[str, str], lab: LabColumn) -> str:
+    return row.get(lab.folder, "") if row.get("status") in SCORED else ""
+
+
+def canvas_header(lab: LabColumn, course_columns: list[str]) -> str:
+    """The course's own column for the lab when its export has one ("Lab 04 ... (123)"),
+    else a new assignment's name."""
+    number = lab.folder[:2]
+    patterns = [re.escape(lab.folder), rf"\blab\s*0*{int(number)}\b", re.escape(lab.title)]
+    for column in course_columns:
+        if re.search(r"\(\d+\)\s*$", column) and any(re.search(p, column, re.IGNORECASE)
+                                                     for p in patterns):
+            return column
+    return lab.label
+
+
+def to_canvas(rows: list[dict[str, str]], labs: list[LabColumn],
+              course_columns: list[str] = ()) -> str:
+    """Canvas's gradebook import CSV (rows: a joined gradebook)."""
+    headers = [canvas_header(lab, list(course_columns)) for lab in labs]
+    columns = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *headers]
+    out = [dict(zip(columns, ["Points Possible", "", "", "", "",
+                              *[_fmt(lab.points) for lab in labs]]))]
+    for row in rows:
+        line = {"Student": row.get("name") or row.get("student", ""), "ID": row.get("id", ""),
+                "SIS User ID": row.get("sis_user_id", ""),
+                "SIS Login ID": row.get("sis_login_id", ""), "Section": row.get("section", "")}
+        line.update({h: _points(row, lab) for h, lab in zip(headers, labs)})
+        out.append(line)
+    return to_csv(out, columns)
+
+
+def moodle_header(lab: LabColumn) -> str:
+    return f"{lab.label} (out of {_fmt(lab.points)})"
+
+
+def to_moodle(rows: list[dict[str, str]], labs: list[LabColumn]) -> str:
+    """Moodle's grade import CSV: identifiers, then one column per lab."""
+    columns = ["Email address", "ID number", "Username", "Full name",
+               *[moodle_header(lab) for lab in labs]]
+    out = []
+    for row in rows:
+        line = {"Email address": row.get("email", ""), "ID number": row.get("sis_user_id", ""),
+                "Username": row.get("sis_login_id", ""),
+                "Full name": row.get("name") or row.get("student", "")}
+        line.update({moodle_header(lab): _points(row, lab) for lab in labs})
+        out.append(line)
+    return to_csv(out, columns)
+
+
+def unidentified(rows: list[dict[str, str]], export: str) -> list[str]:
+    """Students the LMS could not match on import (no identifier it reads)."""
+    fields = ("id", "sis_user_id", "sis_login_id") if export == "canvas" else (
+        "email", "sis_user_id", "sis_login_id")
+    return [r.get("student", "") for r in rows if not any(r.get(f) for f in fields)]
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+EXPORTS = {"canvas": "canvas-import.csv", "moodle": "moodle-import.csv"}
+
+
+def write_files(out_dir: Path, labs: list[LabColumn], roster: Path | None,
+                exports: list[str], downloads: dict[str, dict] | None = None) -> list[str]:
+    """Joins DIR/gradebook.csv to the roster (rewriting it) and writes each export;
+    returns warnings (students an export cannot identify)."""
+    out_dir = Path(out_dir)
+    _cols, gradebook = read_csv((out_dir / "gradebook.csv").read_text(encoding="utf-8"))
+    course_columns: list[str] = []
+    roster_rows: list[dict[str, str]] = []
+    if roster is not None:
+        course_columns, roster_rows = read_csv(Path(roster).read_text(encoding="utf-8-sig"))
+        roster_rows = [r for r in roster_rows if "points possible" not in
+                       " ".join(r.values()).lower()]
+    rows = join_roster(gradebook, roster_rows, downloads)
+    if roster is not None:
+        (out_dir / "gradebook.csv").write_text(to_csv(rows), encoding="utf-8")
+    warnings = []
+    for export in exports:
+        text = to_canvas(rows, labs, course_columns) if export == "canvas" else to_moodle(rows, labs)
+        (out_dir / EXPORTS[export]).write_text(text, encoding="utf-8")
+        missing = unidentified(rows, export)
+        if missing:
+            warnings.append(f"{EXPORTS[export]}: no identifier {export.capitalize()} can match "
+                            f"for {', '.join(missing)} (give --roster with their ids)")
+    return warnings
+
+
+__all__ = ["LabColumn", "join_roster", "to_canvas", "to_moodle", "roster_identity",
+           "write_files", "EXPORTS", "read_csv"]

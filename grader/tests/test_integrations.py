@@ -1,0 +1,170 @@
+"""The platform integrations on fake trees: Gradescope's run_autograder with AUTOGRADER_ROOT
+and PrairieLearn's entrypoint with GRADE_ROOT pointed at temporary folders holding flat
+uploads (the lab file alone) of lab 01's reference and skeleton; the autograder zip; the
+workflows against actionlint when it is installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+import zipfile
+from pathlib import Path
+
+from grader.paths import ROOT
+from grader.tools import find_catch2, find_tool
+
+from .test_exports import (GRADESCOPE_TEST, GRADESCOPE_TOP, GRADESCOPE_VISIBILITY,
+                           PRAIRIELEARN_TEST, PRAIRIELEARN_TOP)
+
+LAB = "01_warp_sizing"
+FILE = "warp_sizing.cu"
+HOST_POINTS = 45.0  # lab 01's host groups: graded without a GPU
+RUN_AUTOGRADER = ROOT / "integrations" / "gradescope" / "run_autograder"
+ENTRYPOINT = ROOT / "integrations" / "prairielearn" / "entrypoint"
+
+
+def _missing() -> str:
+    missing = [t for t in ("cmake", "nvcc", "g++", "nm") if not find_tool(t)]
+    if not find_catch2()[0]:
+        missing.append("Catch2")
+    return ", ".join(missing)
+
+
+def check_gradescope(case: unittest.TestCase, doc: dict) -> None:
+    """Gradescope's documented fields and values only."""
+    case.assertLessEqual(set(doc), GRADESCOPE_TOP)
+    case.assertIn(doc.get("output_format", "simple_format"), ("text", "md", "ansi", "html",
+                                                              "simple_format"))
+    case.assertIsInstance(doc["score"], (int, float))
+    for t in doc["tests"]:
+        case.assertLessEqual(set(t), GRADESCOPE_TEST)
+        case.assertIn(t.get("visibility", "visible"), GRADESCOPE_VISIBILITY)
+        case.assertIn(t.get("status", "passed"), ("passed", "failed"))
+
+
+class ZipTest(unittest.TestCase):
+    def test_zip_layout(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "autograder.zip"
+            proc = subprocess.run(["python3", "-m", "grader", "integrations", "gradescope-zip",
+                                   "--labs", "01", "-o", str(out)], cwd=ROOT,
+                                  capture_output=True, text=True, timeout=120)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with zipfile.ZipFile(out) as z:
+                names = z.namelist()
+                modes = {i.filename: i.external_attr >> 16 for i in z.infolist()}
+                config = json.loads(z.read("config.json"))
+        self.assertEqual(names[:2], ["setup.sh", "run_autograder"])  # at the root
+        self.assertTrue(modes["run_autograder"] & 0o111)
+        self.assertEqual(config, {"labs": [LAB]})
+        self.assertIn(f"repo/solutions/{LAB}/{FILE}", names)
+        self.assertIn("repo/grader/__main__.py", names)
+        self.assertFalse(any(n.startswith("repo/labs/04_") for n in names))
+        self.assertFalse(any(n.startswith("repo/grader/tests/") for n in names))
+
+
+class NoFileTest(unittest.TestCase):
+    def test_upload_without_a_lab_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            (root / "submission").mkdir()
+            (root / "submission" / "README.md").write_text("nothing\n")
+            proc = subprocess.run([str(RUN_AUTOGRADER)], env={**os.environ,
+                                  "AUTOGRADER_ROOT": str(root)}, capture_output=True,
+                                  text=True, timeout=120)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            doc = json.loads((root / "results" / "results.json").read_text())
+            check_gradescope(self, doc)
+            self.assertEqual(doc["score"], 0.0)
+            self.assertIn(FILE, doc["output"])
+            grade_root = root / "grade"
+            (grade_root / "student").mkdir(parents=True)
+            proc = subprocess.run([str(ENTRYPOINT)], env={**os.environ,
+                                  "GRADE_ROOT": str(grade_root)}, capture_output=True,
+                                  text=True, timeout=120)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            doc = json.loads((grade_root / "results" / "results.json").read_text())
+            self.assertLessEqual(set(doc), PRAIRIELEARN_TOP)
+            self.assertFalse(doc["gradable"])
+            self.assertIn(FILE, doc["format_errors"][0])
+
+
+@unittest.skipIf(_missing(), f"grading a lab needs these, missing here: {_missing()}")
+class FakeTreeTest(unittest.TestCase):
+    """Real builds of lab 01 (host layer), sharing one build folder."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = Path(tempfile.mkdtemp(prefix="cml-integrations-"))
+        cls.tmp.chmod(0o755)
+        cls.work = cls.tmp / "work"
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def gradescope(self, name: str, source: Path) -> dict:
+        root = self.tmp / name
+        (root / "submission").mkdir(parents=True)
+        shutil.copyfile(source, root / "submission" / FILE)  # flat, as Gradescope stores it
+        proc = subprocess.run([str(RUN_AUTOGRADER)], env={
+            **os.environ, "AUTOGRADER_ROOT": str(root), "AUTOGRADER_WORK_DIR": str(self.work)},
+            capture_output=True, text=True, timeout=1500)
+        self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+        doc = json.loads((root / "results" / "results.json").read_text())
+        check_gradescope(self, doc)
+        return doc
+
+    def test_reference_and_skeleton_on_gradescope(self):
+        doc = self.gradescope("reference", ROOT / "solutions" / LAB / FILE)
+        self.assertEqual(doc["score"], HOST_POINTS)
+        self.assertEqual(doc["output_format"], "text")
+        self.assertTrue(doc["output"].startswith("PROVISIONAL SCORE"))
+        self.assertTrue(doc["extra_data"]["provisional"])
+        pending = [t for t in doc["tests"] if "pending GPU grading" in t["name"]]
+        self.assertTrue(pending)
+        self.assertTrue(all("status" not in t and "score" not in t for t in pending))
+        self.assertFalse(any(t.get("status") == "failed" for t in doc["tests"]))
+
+        doc = self.gradescope("skeleton", ROOT / "labs" / LAB / FILE)
+        self.assertLess(doc["score"], HOST_POINTS)
+        self.assertTrue(any(t.get("status") == "failed" for t in doc["tests"]))
+
+    def test_skeleton_on_prairielearn(self):
+        root = self.tmp / "grade"
+        (root / "student").mkdir(parents=True)
+        (root / "data").mkdir()
+        (root / "data" / "data.json").write_text(json.dumps({"params": {"labs": "01"}}))
+        shutil.copyfile(ROOT / "labs" / LAB / FILE, root / "student" / FILE)
+        proc = subprocess.run([str(ENTRYPOINT)], env={
+            **os.environ, "GRADE_ROOT": str(root), "CML_WORK_DIR": str(self.work)},
+            capture_output=True, text=True, timeout=1500)
+        self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+        doc = json.loads((root / "results" / "results.json").read_text())
+        self.assertLessEqual(set(doc), PRAIRIELEARN_TOP)
+        self.assertTrue(doc["gradable"])
+        self.assertLess(doc["score"], HOST_POINTS / 100)
+        for t in doc["tests"]:
+            self.assertLessEqual(set(t), PRAIRIELEARN_TEST)
+
+
+class ActionlintTest(unittest.TestCase):
+    def test_gpu_label_declared(self):
+        text = (ROOT / ".github" / "actionlint.yaml").read_text()
+        self.assertRegex(text, r"self-hosted-runner:\s*\n\s*labels:\s*\n\s*- gpu")
+
+    @unittest.skipUnless(shutil.which("actionlint"), "actionlint is not installed (not "
+                         "packaged for Debian 12; `go install github.com/rhysd/actionlint/"
+                         "cmd/actionlint@latest` or its release binary)")
+    def test_workflows(self):
+        proc = subprocess.run(["actionlint"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
