@@ -283,3 +283,69 @@ def check_partition(options: SlurmOptions, partition_text: str,
                           "gres none for a partition without GPUs (GPU parts are then "
                           "not graded)")
     return errors
+
+
+# --------------------------------------------------------------------------- the command line
+
+def add_arguments(parser) -> None:
+    """The options `batch --slurm` lacks today (it has --slurm-time in seconds,
+    --slurm-cpus, --slurm-parallel and --sbatch); `from_args` reads them all."""
+    parser.add_argument("--slurm-gres", default="gpu:1",
+                        help="generic resources per array task (default gpu:1; 'none' for a "
+                             "partition without GPUs)")
+    parser.add_argument("--slurm-mem", default=None, help="memory per task, e.g. 16G")
+    parser.add_argument("--slurm-partition", default=None, help="the partition")
+    parser.add_argument("--slurm-account", default=None, help="the account to charge")
+    parser.add_argument("--slurm-setup", action="append", default=[], metavar="LINE",
+                        help="a shell line run before grading, e.g. 'module load cuda' "
+                             "(repeatable)")
+    parser.add_argument("--slurm-python", default="python3",
+                        help="the interpreter on the nodes (default python3)")
+    parser.add_argument("--slurm-no-check", action="store_true",
+                        help="write the scripts without checking them against scontrol")
+
+
+def from_args(args, timeout: float) -> SlurmOptions:
+    """SlurmOptions from the parsed command line (attributes missing: the defaults)."""
+    seconds = getattr(args, "slurm_time", None) or timeout + 900
+    return SlurmOptions(gres=getattr(args, "slurm_gres", "gpu:1"),
+                        cpus=getattr(args, "slurm_cpus", 4),
+                        mem=getattr(args, "slurm_mem", None), time=minutes_for(seconds),
+                        partition=getattr(args, "slurm_partition", None),
+                        account=getattr(args, "slurm_account", None),
+                        setup_lines=list(getattr(args, "slurm_setup", []) or []),
+                        python=getattr(args, "slurm_python", "python3"),
+                        extra=list(getattr(args, "sbatch", []) or []))
+
+
+def check_here(options: SlurmOptions, run=None) -> tuple[list[str], str]:
+    """Runs `scontrol show partition` (the named one, else the default) and `scontrol show
+    node` of its nodes, and checks the options: (errors, note). Without scontrol (writing
+    the scripts on a machine outside the cluster) nothing is checked and the note says so."""
+    import shutil
+    import subprocess
+
+    def scontrol(*args: str) -> tuple[int, str]:
+        if run is not None:
+            return run(["scontrol", *args])
+        if not shutil.which("scontrol"):
+            raise FileNotFoundError
+        proc = subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=60)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    try:
+        if options.partition:
+            _, text = scontrol("show", "partition", options.partition)
+        else:
+            _, every = scontrol("show", "partition")
+            default = [r for r in re.split(r"\n(?=\S)", every.strip())
+                       if re.search(r"\bDefault=YES\b", r)]
+            if not default:
+                return ["no default partition: name one with --slurm-partition"], ""
+            text = default[0]
+        nodes = (parse_scontrol(text) or [{}])[0].get("Nodes", "")
+        node_texts = [scontrol("show", "node", nodes)[1]] if nodes and nodes != "(null)" \
+            else []
+    except FileNotFoundError:
+        return [], "scontrol is not here: the options were not checked against a partition"
+    return check_partition(options, text, node_texts), ""

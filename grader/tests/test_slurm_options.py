@@ -162,3 +162,31 @@ class CheckTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CommandLineTest(unittest.TestCase):
+    def test_from_args_and_check_here_with_a_fake_scontrol(self):
+        import argparse
+
+        from grader import slurm_options
+        p = argparse.ArgumentParser()
+        p.add_argument("--slurm-time", type=float)
+        p.add_argument("--slurm-cpus", type=int, default=4)
+        p.add_argument("--sbatch", action="append", default=[])
+        slurm_options.add_arguments(p)
+        args = p.parse_args(["--slurm-gres", "none", "--slurm-cpus", "2", "--slurm-setup",
+                             "module load cuda", "--sbatch=--qos=x"])
+        opts = slurm_options.from_args(args, timeout=600)
+        self.assertEqual((opts.gres_line, opts.cpus, opts.time, opts.setup_lines, opts.extra),
+                         (None, 2, 25, ["module load cuda"], ["--qos=x"]))
+        calls = []
+
+        def fake(cmd):
+            calls.append(cmd[1:])
+            return 0, DEBUG if cmd[2] == "partition" else NODE_CPU
+
+        self.assertEqual(slurm_options.check_here(opts, run=fake), ([], ""))
+        self.assertEqual(calls, [["show", "partition"], ["show", "node", "localhost"]])
+        opts.time = 60
+        errors, _ = slurm_options.check_here(opts, run=fake)
+        self.assertIn("MaxTime 30 min", errors[0])
