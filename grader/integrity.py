@@ -54,6 +54,20 @@ def read_files(tree: Path, rels: list[str]) -> dict[str, str | None]:
     return out
 
 
+def lab_sources(root: Path, lab_folder: str, rels: list[str]
+                ) -> tuple[dict[str, str | None], dict[str, str | None]]:
+    """(reference, skeleton) files of a lab's student files: solutions/<lab>/<file> and the
+    skeleton in labs/<lab>/ of the checkout at `root` (None where missing, e.g. a student
+    copy without solutions/)."""
+    root = Path(root)
+    prefix = f"labs/{lab_folder}/"
+    reference = {rel: (root / "solutions" / lab_folder / rel[len(prefix):]).read_text()
+                 if rel.startswith(prefix) and (root / "solutions" / lab_folder /
+                                                rel[len(prefix):]).is_file() else None
+                 for rel in rels}
+    return reference, read_files(root, rels)
+
+
 @dataclass
 class LabIntegrity:
     lab: str

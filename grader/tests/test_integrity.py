@@ -27,6 +27,11 @@ def _subs(**texts):
 
 
 class CompareTest(unittest.TestCase):
+    def test_lab_sources(self):
+        reference, skeleton = integrity.lab_sources(ROOT, "01_warp_sizing", [REL])
+        self.assertEqual(skeleton, {REL: SKELETON})
+        self.assertEqual(reference[REL] is None, not SOLUTION_PATH.is_file())
+
     def test_normalise_ignores_comments_layout_and_line_ends(self):
         a = "int x = 1; // one\n\n/* block\n comment */  int   y = \"//not a comment\";\n"
         b = "int x = 1;\r\n    int y = \"//not a comment\";   \r\n"
