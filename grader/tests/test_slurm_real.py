@@ -19,7 +19,8 @@ from pathlib import Path
 
 from grader import batch
 from grader.paths import ROOT
-from grader.slurm_options import SlurmOptions, array_script, check_partition
+from grader.slurm_options import (SlurmOptions, array_script, check_partition, prep_script,
+                                  submit_line)
 from grader.tools import find_catch2, find_tool
 
 from .slurm_cluster import SlurmCluster
@@ -115,6 +116,40 @@ class RealSlurmTest(unittest.TestCase):
                               for t in x["tests"]],
                              [(t["name"], t["status"], t["points"]) for x in b["labs"]
                               for t in x["tests"]])
+
+    def test_the_array_waits_for_the_prep_job_and_logs_per_student(self):
+        """The scripts' shell as Slurm runs it, with a stand-in interpreter ($CML_PYTHON):
+        the prep job's "cache fill" leaves a mark, and every array task fails without it."""
+        out = self.tmp / "out"
+        (out / "slurm" / "logs").mkdir(parents=True)
+        (out / "slurm" / "submissions.txt").write_text("0\tann\t/x\n1\tben\t/y\n")
+        mark = self.tmp / "cache-filled"
+        stub = self.tmp / "python"
+        stub.write_text("#!/bin/bash\n"
+                        f'if [ "$3" = cache ]; then sleep 3; touch {mark}; exit 0; fi\n'
+                        f'[ -e {mark} ] || {{ echo "no cache" >&2; exit 1; }}\n'
+                        'echo "graded task $5"\n')
+        stub.chmod(0o755)
+        options = SlurmOptions(gres="none", cpus=1, time=5, setup_lines=["echo setup ran"])
+        prep = out / "slurm" / "prep.sbatch"
+        prep.write_text(prep_script(options, ROOT, out, [LAB]))
+        grade = out / "slurm" / "grade.sbatch"
+        grade.write_text(array_script(options, ROOT, out, 2))
+        with SlurmCluster(max_minutes=5) as cluster:
+            env = dict(cluster.env, CML_PYTHON=str(stub))
+            proc = subprocess.run(["bash", "-c", submit_line(prep, grade)], env=env,
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            array = proc.stdout.split()[-1]
+            prep_id = str(int(array) - 1)
+            states = cluster.wait([prep_id, array], timeout=120)
+        self.assertEqual(states[prep_id], {prep_id: "COMPLETED"})
+        self.assertEqual(sorted(states[array].values()), ["COMPLETED", "COMPLETED"],
+                         (out / "slurm" / "logs").iterdir() and "\n".join(
+                             p.read_text() for p in (out / "slurm" / "logs").iterdir()))
+        for i, student in enumerate(("ann", "ben")):
+            log = (out / student / "grade.log").read_text()
+            self.assertEqual(log, f"graded task {i}\n")
 
 
 if __name__ == "__main__":
