@@ -30,7 +30,7 @@ from .fingerprint import (grader_fingerprint, grading_key, grading_modules, subm
 from .plan import (DEFAULT_TIMEOUT, GRADED, GRADER_ERROR, INTERRUPTED, KEEP_ON_RESUME,
                    PLAN_FILE, PLAN_SCHEMA, STAMP_FILE, TIMED_OUT, BatchError, Plan, Stamp,
                    Submission, is_current, load_result, read_stamp, read_submissions)
-from .schedule import Outcome, run_local, task_command
+from .schedule import Outcome, run_local, task_command, work_root
 from .slurm import slurm_script, write_slurm
 from .task import run_task
 

@@ -43,7 +43,9 @@ def work_root(out_dir: Path) -> Path:
     run as another user who cannot reach it (then a temporary folder)."""
     root = out_dir / ".work"
     if sandbox.unprivileged_identity() is not None and sandbox.reachable_by_others(out_dir):
-        return Path(tempfile.mkdtemp(prefix="cml-batch-work-"))
+        root = Path(tempfile.mkdtemp(prefix="cml-batch-work-"))
+        root.chmod(0o711)  # mkdtemp makes 0700: 'nobody' must pass through to the builds
+        return root
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)
     return root

@@ -1,0 +1,289 @@
+"""Regrades after a batch (grader/README.md, "Grading a class"): which students to grade
+again (`--only`, `--only-status`), merging their rows into the existing gradebook,
+recomputing points from stored results after a rubric change that touches only points
+(`--rescore`), the staff's overrides (`overrides.csv`) and an append-only grade history.
+
+Pure functions on result dictionaries (the `cml-result/1` JSON) and gradebook rows, except
+the few that read or append a file, which say so.
+"""
+
+from __future__ import annotations
+
+import csv
+import copy
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+STATUSES = ("error", "timeout", "review", "incomplete", "interrupted", "not graded yet",
+            "graded")
+HISTORY_FILE = "history.jsonl"
+ROUND = 4
+
+
+class RegradeError(ValueError):
+    """Said to the user as is."""
+
+
+def _round(x: float) -> float:
+    return round(x + 0.0, ROUND) + 0.0
+
+
+# --------------------------------------------------------------------------- selecting
+
+def split_list(text: str | Iterable[str] | None) -> list[str]:
+    """"a,b , c" (or repeated options) -> ["a", "b", "c"]."""
+    if text is None:
+        return []
+    items = [text] if isinstance(text, str) else list(text)
+    return [x.strip() for item in items for x in item.split(",") if x.strip()]
+
+
+def student_statuses(result: dict | None, stamp_status: str | None) -> set[str]:
+    """The statuses `--only-status` can pick a student by: the stamp's (graded, timeout,
+    error, interrupted), "not graded yet" without a result, "review" when a part waits for
+    a person, "incomplete" when a part was not graded (no GPU) or not measured."""
+    if result is None:
+        return {"not graded yet"} | ({stamp_status} if stamp_status else set())
+    out = {stamp_status or "graded"}
+    parts = [p for lab in result.get("labs", []) for p in lab.get("parts", [])]
+    if any(p.get("status") == "review" for p in parts):
+        out.add("review")
+    if any(p.get("status") in ("not_graded", "not_measured") and p.get("max_points", 0) > 0
+           for p in parts):
+        out.add("incomplete")
+    return out
+
+
+def select_students(students: list[str], statuses: dict[str, set[str]],
+                    only: Iterable[str] | str | None = None,
+                    only_status: Iterable[str] | str | None = None) -> list[str]:
+    """The students to grade again, in the plan's order: those named in `only` and/or those
+    with one of the statuses in `only_status` (both given: a student must be in both).
+    Neither given: everyone. Unknown names or statuses are refused."""
+    names, wanted = split_list(only), split_list(only_status)
+    unknown = [n for n in names if n not in students]
+    if unknown:
+        raise RegradeError(f"--only: not in this batch: {', '.join(unknown)}")
+    bad = [s for s in wanted if s not in STATUSES]
+    if bad:
+        raise RegradeError(f"--only-status: unknown status {', '.join(bad)} (one of "
+                           f"{', '.join(STATUSES)})")
+    chosen = []
+    for student in students:
+        if names and student not in names:
+            continue
+        if wanted and not statuses.get(student, set()) & set(wanted):
+            continue
+        chosen.append(student)
+    return chosen
+
+
+# --------------------------------------------------------------------------- the gradebook
+
+def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """(columns, rows) of a gradebook CSV; ([], []) when there is none (reads a file)."""
+    try:
+        with Path(path).open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            return list(reader.fieldnames or []), list(reader)
+    except FileNotFoundError:
+        return [], []
+
+
+def merge_rows(old: list[dict[str, str]], new: list[dict[str, str]],
+               order: list[str] | None = None, key: str = "student") -> list[dict[str, str]]:
+    """The old gradebook with the new rows in place of the same students' (a run for one
+    student keeps every other row). Ordered by `order` (the plan's students) when given,
+    else the old order with new students after; rows of students in neither are kept."""
+    merged = {row[key]: row for row in old}
+    for row in new:
+        merged[row[key]] = row
+    names = list(order or [])
+    names += [r[key] for r in old if r[key] not in names]
+    names += [r[key] for r in new if r[key] not in names]
+    return [merged[n] for n in names if n in merged]
+
+
+def merged_columns(old: list[str], new: list[str]) -> list[str]:
+    return new + [c for c in old if c not in new]
+
+
+# --------------------------------------------------------------------------- rescoring
+
+def rubric_maxima(rubric: Any) -> dict[tuple[str, str], float]:
+    """(part kind, part name) -> points of a rubric.Rubric, named as the pipeline names its
+    parts; a plain {(kind, name): points} dict is returned as is."""
+    if isinstance(rubric, dict):
+        return dict(rubric)
+    out = {("correctness", g.name): float(g.points) for g in rubric.correctness}
+    if rubric.memory_safety is not None:
+        out[("memory_safety", "Memory safety")] = float(rubric.memory_safety.points)
+    if rubric.performance is not None:
+        out[("performance", "Performance")] = float(rubric.performance.points)
+    for metric in rubric.metrics:
+        out[("metric", metric.name)] = float(metric.points)
+    return out
+
+
+def _totals(result: dict) -> None:
+    for lab in result.get("labs", []):
+        lab["points"] = _round(sum(p["points"] for p in lab["parts"]))
+        lab["max_points"] = _round(sum(p["max_points"] for p in lab["parts"]))
+    result["points"] = _round(sum(lab["points"] for lab in result.get("labs", [])))
+    result["max_points"] = _round(sum(lab["max_points"] for lab in result.get("labs", [])))
+
+
+def rescore(result: dict, rubrics: dict[str, Any]) -> dict:
+    """A copy of `result` with each lab's parts re-scaled to the new rubric's points
+    (earned * new max / old max; every score the grader gives is proportional to the
+    part's points, so this is what grading again would give). `rubrics` maps a lab folder
+    to its rubric.Rubric (or to a {(kind, name): points} dict). Refused with a RegradeError
+    when a rubric changed more than points: a part added, removed or renamed, or a part
+    that had no points now has some (grade again then)."""
+    out = copy.deepcopy(result)
+    problems = []
+    for lab in out.get("labs", []):
+        if lab["lab"] not in rubrics:
+            problems.append(f"{lab['lab']}: no rubric given")
+            continue
+        new = rubric_maxima(rubrics[lab["lab"]])
+        scored = {(p["kind"], p["name"]): p for p in lab["parts"]
+                  if p["kind"] not in ("build", "static")}
+        added = sorted(set(new) - set(scored))
+        gone = sorted(set(scored) - set(new))
+        if added or gone:
+            what = [f"new part(s) {', '.join(n for _, n in added)}" if added else "",
+                    f"part(s) no longer in the rubric {', '.join(n for _, n in gone)}"
+                    if gone else ""]
+            problems.append(f"{lab['lab']}: the rubric changed more than points ("
+                            f"{'; '.join(w for w in what if w)}): grade again instead")
+            continue
+        for key, part in scored.items():
+            old_max, new_max = float(part["max_points"]), new[key]
+            if old_max == new_max:
+                continue
+            if old_max <= 0:
+                problems.append(f"{lab['lab']}: part {key[1]} had no points and now has "
+                                f"{new_max:g}: grade again instead")
+                continue
+            scale = new_max / old_max
+            part["points"] = _round(part["points"] * scale)
+            part["max_points"] = _round(new_max)
+            if part["kind"] == "correctness":
+                for test in lab.get("tests", []):
+                    if test.get("group") == key[1]:
+                        test["points"] = _round(test["points"] * scale)
+                        test["max_points"] = _round(test["max_points"] * scale)
+    if problems:
+        raise RegradeError("cannot rescore: " + "; ".join(problems))
+    _totals(out)
+    return out
+
+
+# --------------------------------------------------------------------------- overrides
+
+@dataclass
+class Override:
+    student: str
+    lab: str  # a lab folder or its number ("04")
+    part: str  # a part's name as in the result ("Memory safety", a correctness group)
+    points: float
+    note: str
+    line: int = 0
+
+
+def read_overrides(path: Path) -> list[Override]:
+    """overrides.csv: columns student,lab,part,points,note (reads a file; none: [])."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    out = []
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        header = [h.strip().lower() for h in reader.fieldnames or []]
+        need = ["student", "lab", "part", "points", "note"]
+        if any(h not in header for h in need):
+            raise RegradeError(f"{path}: needs the columns {','.join(need)} (found: "
+                               f"{', '.join(header) or 'none'})")
+        for number, row in enumerate(reader, start=2):
+            row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+            if not any(row.values()):
+                continue
+            try:
+                points = float(row["points"])
+            except ValueError:
+                raise RegradeError(f"{path}:{number}: points {row['points']!r} is not a "
+                                   "number") from None
+            if not row["note"]:
+                raise RegradeError(f"{path}:{number}: an override needs a note for the "
+                                   "student")
+            out.append(Override(row["student"], row["lab"], row["part"], points, row["note"],
+                                number))
+    return out
+
+
+def _lab_matches(folder: str, lab: str) -> bool:
+    return folder == lab or folder.split("_")[0] == lab.zfill(2)
+
+
+def apply_overrides(result: dict, student: str, overrides: list[Override]
+                    ) -> tuple[dict, list[str]]:
+    """A copy of `result` with the student's overrides applied (the part's points set, its
+    reason saying who changed it and why, `details.override` the points it had), and the
+    notes to show the student. An override naming no lab or part of the result, or points
+    outside 0..max, is refused."""
+    out = copy.deepcopy(result)
+    notes = []
+    for o in (o for o in overrides if o.student == student):
+        lab = next((x for x in out.get("labs", []) if _lab_matches(x["lab"], o.lab)), None)
+        part = None if lab is None else next(
+            (p for p in lab["parts"] if p["name"].lower() == o.part.lower()), None)
+        if part is None:
+            raise RegradeError(f"overrides.csv:{o.line}: {student} has no lab {o.lab} part "
+                               f"{o.part!r}")
+        if not 0 <= o.points <= part["max_points"]:
+            raise RegradeError(f"overrides.csv:{o.line}: {o.points:g} points is outside 0 to "
+                               f"{part['max_points']:g} for {o.part}")
+        was = part["points"]
+        part["details"] = dict(part.get("details") or {}, override={"from": was,
+                                                                     "note": o.note})
+        part["points"] = _round(o.points)
+        part["status"] = "graded"
+        note = (f"{lab['lab']} {part['name']}: set to {o.points:g} of "
+                f"{part['max_points']:g} by the course staff (was {was:g}): {o.note}")
+        part["reason"] = note
+        notes.append(note)
+    if notes:
+        _totals(out)
+    return out, notes
+
+
+# --------------------------------------------------------------------------- history
+
+def history_entry(result: dict, reason: str, when: str | None = None) -> dict:
+    return {"time": when or time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "labs": {lab["lab"]: lab["points"] for lab in result.get("labs", [])},
+            "points": result.get("points"), "max_points": result.get("max_points"),
+            "reason": reason}
+
+
+def append_history(student_dir: Path, entry: dict) -> Path:
+    """Appends one line to `<student_dir>/history.jsonl` (never rewrites it)."""
+    path = Path(student_dir) / HISTORY_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry, sort_keys=True) + "\n")
+    return path
+
+
+def read_history(student_dir: Path) -> list[dict]:
+    path = Path(student_dir) / HISTORY_FILE
+    try:
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except FileNotFoundError:
+        return []

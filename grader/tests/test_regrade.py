@@ -1,0 +1,158 @@
+"""Regrades: choosing students, merging gradebook rows, rescoring stored results after a
+points-only rubric change, overrides with a note, the append-only grade history."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import unittest
+from pathlib import Path
+
+from grader import regrade
+from grader.paths import ROOT, find_lab
+from grader.result import (GRADED, NOT_GRADED, REVIEW, GradeResult, LabResult, PartResult,
+                           TestResult)
+from grader.rubric import load_rubric
+
+LAB = "04_tiled_matmul"
+
+
+def _result(review: bool = False, no_gpu: bool = False) -> dict:
+    parts = [PartResult("build", "Build", GRADED, 0, 0),
+             PartResult("correctness", "Host", GRADED, 15.0, 20.0, "1 of 4 failed"),
+             PartResult("correctness", "GPU", NOT_GRADED if no_gpu else GRADED,
+                        0.0 if no_gpu else 30.0, 30.0),
+             PartResult("performance", "Performance", REVIEW if review else GRADED,
+                        0.0 if review else 25.0, 50.0)]
+    tests = [TestResult(f"t{i}", "Host", "host", False, "passed" if i else "failed",
+                        0.0 if i == 0 else 5.0, 5.0) for i in range(4)]
+    lab = LabResult(LAB, "Tiled", sum(p.points for p in parts), 100.0, parts, tests)
+    return GradeResult("sub", 1, "t", "v", None, {}, [lab], lab.points, 100.0).to_dict()
+
+
+class SelectTest(unittest.TestCase):
+    def test_statuses_come_from_the_stamp_and_the_parts(self):
+        self.assertEqual(regrade.student_statuses(_result(), "graded"), {"graded"})
+        self.assertEqual(regrade.student_statuses(_result(review=True), "graded"),
+                         {"graded", "review"})
+        self.assertEqual(regrade.student_statuses(_result(no_gpu=True), "timeout"),
+                         {"timeout", "incomplete"})
+        self.assertEqual(regrade.student_statuses(None, None), {"not graded yet"})
+
+    def test_only_names_and_only_statuses(self):
+        students = ["ann", "ben", "cat", "dan"]
+        statuses = {"ann": {"graded"}, "ben": {"error"}, "cat": {"graded", "review"},
+                    "dan": {"timeout", "incomplete"}}
+        pick = regrade.select_students
+        self.assertEqual(pick(students, statuses), students)
+        self.assertEqual(pick(students, statuses, only="dan,ann"), ["ann", "dan"])
+        self.assertEqual(pick(students, statuses, only_status="error,review"), ["ben", "cat"])
+        self.assertEqual(pick(students, statuses, only_status=["incomplete"]), ["dan"])
+        self.assertEqual(pick(students, statuses, only="ann,ben", only_status="error"),
+                         ["ben"])
+        with self.assertRaisesRegex(regrade.RegradeError, "not in this batch: zed"):
+            pick(students, statuses, only="zed")
+        with self.assertRaisesRegex(regrade.RegradeError, "unknown status bogus"):
+            pick(students, statuses, only_status="bogus")
+
+
+class MergeTest(unittest.TestCase):
+    def test_a_run_for_one_student_keeps_the_others(self):
+        old = [{"student": s, "x": "1"} for s in ("ann", "ben", "cat")]
+        merged = regrade.merge_rows(old, [{"student": "ben", "x": "9"}])
+        self.assertEqual([(r["student"], r["x"]) for r in merged],
+                         [("ann", "1"), ("ben", "9"), ("cat", "1")])
+        merged = regrade.merge_rows(old, [{"student": "dan", "x": "2"}],
+                                    order=["dan", "cat", "ben", "ann"])
+        self.assertEqual([r["student"] for r in merged], ["dan", "cat", "ben", "ann"])
+        self.assertEqual(regrade.merged_columns(["student", "a", "late"], ["student", "a"]),
+                         ["student", "a", "late"])
+
+    def test_read_rows_of_a_missing_gradebook(self):
+        self.assertEqual(regrade.read_rows(Path("/nonexistent/gradebook.csv")), ([], []))
+
+
+class RescoreTest(unittest.TestCase):
+    def test_points_only_change_rescales_parts_tests_and_totals(self):
+        new = {("correctness", "Host"): 40.0, ("correctness", "GPU"): 30.0,
+               ("performance", "Performance"): 30.0}
+        out = regrade.rescore(_result(), {LAB: new})
+        parts = {p["name"]: p for p in out["labs"][0]["parts"]}
+        self.assertEqual((parts["Host"]["points"], parts["Host"]["max_points"]), (30.0, 40.0))
+        self.assertEqual(parts["Performance"]["points"], 15.0)
+        self.assertEqual([t["points"] for t in out["labs"][0]["tests"]], [0, 10, 10, 10])
+        self.assertEqual((out["points"], out["max_points"]), (75.0, 100.0))
+        self.assertEqual(_result()["points"], 70.0)  # the input is not changed
+
+    def test_a_rubric_that_changed_more_than_points_is_refused(self):
+        renamed = {("correctness", "Host cases"): 20.0, ("correctness", "GPU"): 30.0,
+                   ("performance", "Performance"): 50.0}
+        with self.assertRaisesRegex(regrade.RegradeError, "changed more than points"):
+            regrade.rescore(_result(), {LAB: renamed})
+        with self.assertRaisesRegex(regrade.RegradeError, "no rubric"):
+            regrade.rescore(_result(), {})
+
+    def test_maxima_from_a_real_rubric(self):
+        maxima = regrade.rubric_maxima(load_rubric(find_lab(LAB, ROOT)))
+        self.assertIn(("performance", "Performance"), maxima)
+        self.assertTrue(any(kind == "correctness" for kind, _ in maxima))
+
+
+class OverrideTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="cml-regrade-"))
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def test_overrides_set_a_part_and_tell_the_student(self):
+        (self.tmp / "o.csv").write_text(
+            "student,lab,part,points,note\nann,04,performance,40,reviewed: honest kernel\n"
+            "ben,04,GPU,1,x\n")
+        overrides = regrade.read_overrides(self.tmp / "o.csv")
+        out, notes = regrade.apply_overrides(_result(review=True), "ann", overrides)
+        part = next(p for p in out["labs"][0]["parts"] if p["name"] == "Performance")
+        self.assertEqual((part["points"], part["status"]), (40.0, "graded"))
+        self.assertEqual(part["details"]["override"], {"from": 0.0, "note":
+                                                       "reviewed: honest kernel"})
+        self.assertEqual(out["points"], 85.0)
+        self.assertEqual(len(notes), 1)
+        self.assertIn("by the course staff (was 0): reviewed: honest kernel", notes[0])
+        self.assertEqual(part["reason"], notes[0])
+        same, none = regrade.apply_overrides(_result(), "cat", overrides)
+        self.assertEqual((same, none), (_result(), []))
+
+    def test_bad_overrides_are_refused(self):
+        cases = {"student,lab,part\n": "needs the columns",
+                 "student,lab,part,points,note\nann,04,GPU,lots,x\n": "not a number",
+                 "student,lab,part,points,note\nann,04,GPU,3,\n": "needs a note"}
+        for text, why in cases.items():
+            (self.tmp / "o.csv").write_text(text)
+            with self.assertRaisesRegex(regrade.RegradeError, why):
+                regrade.read_overrides(self.tmp / "o.csv")
+        for row, why in (("ann,04,Nope,1,x", "no lab 04 part"),
+                         ("ann,04,GPU,31,x", "outside 0 to 30")):
+            (self.tmp / "o.csv").write_text("student,lab,part,points,note\n" + row + "\n")
+            with self.assertRaisesRegex(regrade.RegradeError, why):
+                regrade.apply_overrides(_result(), "ann",
+                                        regrade.read_overrides(self.tmp / "o.csv"))
+        self.assertEqual(regrade.read_overrides(self.tmp / "none.csv"), [])
+
+
+class HistoryTest(unittest.TestCase):
+    def test_the_history_only_grows(self):
+        tmp = Path(tempfile.mkdtemp(prefix="cml-history-"))
+        self.addCleanup(shutil.rmtree, tmp, True)
+        regrade.append_history(tmp / "ann", regrade.history_entry(_result(), "batch", "t1"))
+        regrade.append_history(tmp / "ann", regrade.history_entry(
+            regrade.rescore(_result(), {LAB: {("correctness", "Host"): 40.0,
+                                              ("correctness", "GPU"): 30.0,
+                                              ("performance", "Performance"): 30.0}}),
+            "rescore", "t2"))
+        history = regrade.read_history(tmp / "ann")
+        self.assertEqual([(h["time"], h["points"], h["reason"]) for h in history],
+                         [("t1", 70.0, "batch"), ("t2", 75.0, "rescore")])
+        self.assertEqual(history[0]["labs"], {LAB: 70.0})
+        self.assertEqual(regrade.read_history(tmp / "nobody"), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,156 @@
+"""A batch on a real Slurm: a single-node cluster on localhost (slurm_cluster.py) grades two
+lab 01 submissions as a job array without GPUs, and the collected gradebook is the same,
+byte for byte, as a local batch's of the same submissions.
+
+Skipped with the reason where Slurm cannot start (not installed, not root) or where the
+toolchain or the solutions are missing. About two grades' time each way (a few minutes on
+two cores)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from grader import batch
+from grader.paths import ROOT
+from grader.slurm_options import (SlurmOptions, array_script, check_partition, prep_script,
+                                  submit_line)
+from grader.tools import find_catch2, find_tool
+
+from .slurm_cluster import SlurmCluster
+
+LAB = "01_warp_sizing"
+STUDENT_FILE = f"labs/{LAB}/warp_sizing.cu"
+
+
+def _missing() -> str:
+    missing = [t for t in ("cmake", "nvcc", "g++", "nm") if not find_tool(t)]
+    if not find_catch2()[0]:
+        missing.append("Catch2")
+    if not (ROOT / "solutions" / LAB).is_dir():
+        missing.append("solutions/ (a student copy has none)")
+    return ", ".join(missing)
+
+
+def _why_skip() -> str | None:
+    if os.environ.get("CML_SKIP_SLURM"):
+        return "CML_SKIP_SLURM is set"
+    return SlurmCluster.unavailable() or (
+        f"a real batch needs these, missing here: {_missing()}" if _missing() else None)
+
+
+@unittest.skipIf(_why_skip(), f"no real Slurm test: {_why_skip()}")
+class RealSlurmTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="cml-slurm-test-"))
+        self.tmp.chmod(0o755)  # the jailed student code (user nobody) passes through
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        subs = self.tmp / "subs"
+        for student, source in (("ann", ROOT / "solutions" / LAB / "warp_sizing.cu"),
+                                ("ben", ROOT / STUDENT_FILE)):  # the untouched skeleton
+            (subs / student / STUDENT_FILE).parent.mkdir(parents=True)
+            shutil.copy(source, subs / student / STUDENT_FILE)
+        self.subs = subs
+        self.env = dict(os.environ, NO_COLOR="1")
+
+    def batch(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "grader", "batch", *args]
+        return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                              env=self.env)
+
+    def common(self, out: Path) -> list[str]:
+        return [str(self.subs), "--out", str(out), "--labs", LAB[:2], "--no-gpu", "--seed",
+                "5", "--gpu-lock", str(self.tmp / f"{out.name}.lock"), "--format", "markdown"]
+
+    def test_a_job_array_without_gpus_gives_the_local_batch_gradebook(self):
+        local = self.tmp / "local"
+        proc = self.batch(*self.common(local), "-j", "1")  # one worker: one reference build
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+        cluster_out = self.tmp / "slurm"
+        proc = self.batch(*self.common(cluster_out), "--slurm")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertTrue((cluster_out / "slurm" / "grade.sbatch").is_file())
+
+        with SlurmCluster(max_minutes=10) as cluster:
+            partition = cluster.partition_text()
+            nodes = [cluster.node_text()]
+            # what the stock script asks for does not fit a small CPU partition, and says so
+            errors = check_partition(SlurmOptions(), partition, nodes)
+            self.assertTrue(any("exceeds partition debug's MaxTime 10 min" in e
+                                for e in errors), errors)
+            self.assertTrue(any("gres gpu:1" in e for e in errors), errors)
+            options = SlurmOptions(gres="none", cpus=1, time=10, python=sys.executable)
+            self.assertEqual(check_partition(options, partition, nodes), [])
+            plan = batch.Plan.load(cluster_out)
+            script = cluster_out / "slurm" / "grade.sbatch"
+            script.write_text(array_script(options, plan.repo, cluster_out,
+                                           len(plan.submissions)))
+            job = cluster.sbatch([str(script)], cwd=self.tmp)
+            states = cluster.wait([job], timeout=1200)[job]
+            logs = "\n".join(p.read_text(errors="replace") for p in
+                             sorted((cluster_out / "slurm" / "logs").glob("*.out")))
+            self.assertEqual(sorted(states.values()), ["COMPLETED", "COMPLETED"],
+                             f"{states}\n{logs}\n{cluster.logs()}")
+
+        proc = self.batch("--collect", str(cluster_out), timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        here = (local / "gradebook.csv").read_text()
+        there = (cluster_out / "gradebook.csv").read_text()
+        self.assertEqual(there, here)
+        self.assertIn("ann,", here)
+        rows = dict(line.split(",", 1) for line in here.splitlines()[1:])
+        self.assertNotEqual(rows["ann"], rows["ben"])  # the solution and the skeleton differ
+        for student in ("ann", "ben"):
+            log = (cluster_out / student / "grade.log").read_text()
+            self.assertIn("building", log)  # each task's whole log, per student
+            a = json.loads((local / student / "result.json").read_text())
+            b = json.loads((cluster_out / student / "result.json").read_text())
+            self.assertEqual([(t["name"], t["status"], t["points"]) for x in a["labs"]
+                              for t in x["tests"]],
+                             [(t["name"], t["status"], t["points"]) for x in b["labs"]
+                              for t in x["tests"]])
+
+    def test_the_array_waits_for_the_prep_job_and_logs_per_student(self):
+        """The scripts' shell as Slurm runs it, with a stand-in interpreter ($CML_PYTHON):
+        the prep job's "cache fill" leaves a mark, and every array task fails without it."""
+        out = self.tmp / "out"
+        (out / "slurm" / "logs").mkdir(parents=True)
+        (out / "slurm" / "submissions.txt").write_text("0\tann\t/x\n1\tben\t/y\n")
+        mark = self.tmp / "cache-filled"
+        stub = self.tmp / "python"
+        stub.write_text("#!/bin/bash\n"
+                        f'if [ "$3" = cache ]; then sleep 3; touch {mark}; exit 0; fi\n'
+                        f'[ -e {mark} ] || {{ echo "no cache" >&2; exit 1; }}\n'
+                        'echo "graded task $5"\n')
+        stub.chmod(0o755)
+        options = SlurmOptions(gres="none", cpus=1, time=5, setup_lines=["echo setup ran"])
+        prep = out / "slurm" / "prep.sbatch"
+        prep.write_text(prep_script(options, ROOT, out, [LAB]))
+        grade = out / "slurm" / "grade.sbatch"
+        grade.write_text(array_script(options, ROOT, out, 2))
+        with SlurmCluster(max_minutes=5) as cluster:
+            env = dict(cluster.env, CML_PYTHON=str(stub))
+            proc = subprocess.run(["bash", "-c", submit_line(prep, grade)], env=env,
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            array = proc.stdout.split()[-1]
+            prep_id = str(int(array) - 1)
+            states = cluster.wait([prep_id, array], timeout=120)
+        self.assertEqual(states[prep_id], {prep_id: "COMPLETED"})
+        self.assertEqual(sorted(states[array].values()), ["COMPLETED", "COMPLETED"],
+                         (out / "slurm" / "logs").iterdir() and "\n".join(
+                             p.read_text() for p in (out / "slurm" / "logs").iterdir()))
+        for i, student in enumerate(("ann", "ben")):
+            log = (out / student / "grade.log").read_text()
+            self.assertEqual(log, f"graded task {i}\n")
+
+
+if __name__ == "__main__":
+    unittest.main()
