@@ -189,7 +189,7 @@ void matmul_register_tiled(const float* d_a, const float* d_b, float* d_c, int n
     return;
   }
   // >>> TODO(lab04): Bonus: launch register_tiled_kernel with kRegisterThreads threads per block and one block per kRegisterBlock×kRegisterBlock tile of C.
-  constexpr int kSliceK = 16;  // BK: measured on an H100, 16 beats 8 by about 10 %
+  constexpr int kSliceK = 16;  // BK: on an H100, 16 beat 8 by 4 % (9 % without the split columns)
   const dim3 grid(n / kRegisterBlock, n / kRegisterBlock);
   register_tiled_kernel<kRegisterBlock, kRegisterBlock, kSliceK, kThreadTile, kThreadTile>
       <<<grid, kRegisterThreads>>>(d_a, d_b, d_c, n);
