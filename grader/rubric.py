@@ -38,6 +38,7 @@ class CorrectnessGroup:
     tests: str
     points: float
     hint: str = ""
+    bonus: bool = False  # points above the lab's maximum: not doing it costs nothing
 
 
 @dataclass
@@ -60,6 +61,24 @@ class Performance:
     requires: list[str]
     full_credit_ratio: float = 1.2
     review_ratio: float = 10.0
+
+
+@dataclass
+class Stretch:
+    """A speed part scored as a fraction of a yardstick timed in the same run: the bench
+    comparison `comparison` interleaves the yardstick (baseline) with the student's call, so
+    its median speedup is the fraction; scoring.fraction_points turns it into points (full
+    at `target_fraction`, none at or below `floor_fraction`). Needs the groups in `requires`
+    at full marks and, when `sanitizer_tests` is set, those cases clean under the
+    [memory_safety] tools."""
+
+    points: float
+    comparison: str
+    requires: list[str]
+    target_fraction: float = 0.6
+    floor_fraction: float = 0.0
+    sanitizer_tests: str = ""
+    bonus: bool = False
 
 
 @dataclass
@@ -123,10 +142,21 @@ class Rubric:
     performance: Performance | None = None
     metrics: list[Metric] = field(default_factory=list)
     static: StaticRules = field(default_factory=StaticRules)
+    stretch: Stretch | None = None
+
+    @property
+    def bonus_points(self) -> float:
+        """Points a lab offers above its maximum (parts marked bonus = true)."""
+        total = sum(g.points for g in self.correctness if g.bonus)
+        if self.stretch and self.stretch.bonus:
+            total += self.stretch.points
+        return total
 
     @property
     def max_points(self) -> float:
-        total = sum(g.points for g in self.correctness)
+        """The lab's maximum; bonus parts are not in it."""
+        total = sum(g.points for g in self.correctness if not g.bonus)
+        total += self.stretch.points if self.stretch and not self.stretch.bonus else 0.0
         total += self.memory_safety.points if self.memory_safety else 0.0
         total += self.performance.points if self.performance else 0.0
         total += sum(m.points for m in self.metrics)
@@ -220,6 +250,14 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def _bonus(check: _Checker) -> bool:
+    """The table's `bonus` flag (default false)."""
+    value = check.table.get("bonus", False)
+    if not isinstance(value, bool):
+        raise check.fail(f"{check.where}.bonus must be true or false, not {_type_name(value)}")
+    return value
+
+
 def _student_files(lab: LabPaths, check: _Checker) -> list[str]:
     files = check.strings("student_files")
     if not files:
@@ -263,7 +301,7 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
 
     top = _Checker(file, "the top level", doc)
     top.only(("student_files", "lab", "correctness", "memory_safety", "performance",
-              "metrics", "static", "release"))
+              "metrics", "static", "release", "stretch"))
     if "release" in doc:  # read by grader/release.py: labs whose answers this lab's given code holds
         rel = _Checker(file, "[release]", doc["release"])
         rel.only(("contains_answers_of",))
@@ -286,7 +324,7 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
         raise top.fail("correctness must be an array of tables ([[correctness]])")
     for i, raw in enumerate(raw_groups):
         c = _Checker(file, f"[[correctness]] #{i + 1}", raw)
-        c.only(("name", "tests", "points", "hint"))
+        c.only(("name", "tests", "points", "hint", "bonus"))
         name = c.string("name")
         c.where = f"[[correctness]] '{name}'"
         if not name.strip():
@@ -297,7 +335,7 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
         if not tests.strip():
             raise c.fail(f"{c.where}.tests must not be empty")
         groups.append(CorrectnessGroup(name, tests, c.number("points", minimum=0),
-                                       c.string("hint", required=False)))
+                                       c.string("hint", required=False), _bonus(c)))
 
     memory = None
     if "memory_safety" in doc:
@@ -385,6 +423,22 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
                               c.string("per", required=False, default=None), call,
                               per_baseline, lo, hi, points, requires))
 
+    stretch = None
+    if "stretch" in doc:
+        t = _Checker(file, "[stretch]", doc["stretch"])
+        t.only(("points", "comparison", "requires", "target_fraction", "floor_fraction",
+                "sanitizer_tests", "bonus"))
+        comparison = t.string("comparison")
+        if not comparison.strip():
+            raise t.fail("[stretch].comparison must name a comparison of the bench")
+        target = t.number("target_fraction", required=False, default=0.6, above=0)
+        floor = t.number("floor_fraction", required=False, default=0.0, minimum=0)
+        if floor >= target:
+            raise t.fail(f"[stretch].floor_fraction ({floor:g}) must be below "
+                         f"target_fraction ({target:g})")
+        stretch = Stretch(t.number("points", minimum=0), comparison, _requires(t, groups),
+                          target, floor, t.string("sanitizer_tests", required=False), _bonus(t))
+
     static = StaticRules()
     if "static" in doc:
         s = _Checker(file, "[static]", doc["static"])
@@ -398,7 +452,7 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
                              "repository, relative to its root")
 
     return Rubric(lab, title, student_files, test_timeout, build_timeout, groups, memory,
-                  performance, metrics, static)
+                  performance, metrics, static, stretch)
 
 
 def load_rubric(lab: LabPaths) -> Rubric:

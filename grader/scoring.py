@@ -229,3 +229,33 @@ __all__ = ["GRADED", "NOT_GRADED", "NOT_MEASURED", "REVIEW", "SpeedScore", "Poin
            "group_points", "speed_points", "sanitizer_points", "metric_points", "lab_totals",
            "grade_totals", "leave_out_unmeasured",
            "not_graded_reason"]
+
+
+def fraction_points(fraction: float, target: float, floor: float, points: float,
+                    review_fraction: float = 1.5) -> SpeedScore:
+    """Speed points from a fraction of a yardstick timed in the same run (lab 04's bonus:
+    cuBLAS SGEMM time / the student's time, the median per-pair speedup of a comparison
+    whose baseline is cuBLAS).
+
+    Full points at `fraction` >= `target`; none at or below `floor`; linear in between. A
+    fraction above `review_fraction` (faster than the yardstick by that much) is implausible:
+    flagged for review, no points until a person looks. `time_ratio` in the result is the
+    student's time over the yardstick's (1 / fraction)."""
+    if not (isinstance(fraction, (int, float)) and math.isfinite(fraction) and fraction > 0):
+        return SpeedScore(0.0, NOT_MEASURED, "Your kernel's speed relative to the yardstick "
+                          "could not be measured in this run, so no points were given.", None)
+    ratio = 1.0 / fraction
+    shown = f"Your kernel reached {fraction:.3f} of the yardstick's speed in the same run"
+    if fraction > review_fraction:
+        return SpeedScore(0.0, REVIEW, f"{shown}, more than {review_fraction:g}x it, which is "
+                          "implausible: it has been flagged for review by the course staff and "
+                          "earns no points until reviewed.", ratio)
+    if fraction >= target:
+        return SpeedScore(_round(points), GRADED, f"Full points: {shown} (full points from "
+                          f"{target:g}).", ratio)
+    if fraction <= floor or target <= floor:
+        return SpeedScore(0.0, GRADED, f"{shown}; points start above {floor:g} and are full "
+                          f"at {target:g}.", ratio)
+    earned = _round(points * (fraction - floor) / (target - floor))
+    return SpeedScore(earned, GRADED, f"{earned:g} of {points:g} points: {shown}; points "
+                      f"rise linearly from {floor:g} to full at {target:g}.", ratio)

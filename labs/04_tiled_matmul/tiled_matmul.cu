@@ -1,6 +1,7 @@
 // Lab 04: tiled matrix multiplication. Fill in every TODO(lab04); the handout
 // handouts/04_tiled_matmul.md explains the ideas, and `python3 -m grader check 04`
 // tells you how you are doing.
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -25,6 +26,19 @@ __global__ void tiled_dynamic_kernel(const float* __restrict__ a, const float* _
   // TODO(lab04): Carve the A and B tiles out of one extern __shared__ buffer and compute as above.
 }
 
+// Optional bonus: 2D register tiling. A block of (BM/TM)·(BN/TN) threads computes a BM×BN tile
+// of C; each thread keeps a TM×TN block of it in registers. The k dimension is walked in
+// slices of BK: the block stages A's BM×BK slice (transposed, so a thread's TM values of one
+// k sit side by side) and B's BK×BN slice in shared memory with float4 loads, then every
+// thread reads TM values of A and TN of B per k and does TM·TN multiply-adds with them:
+// (TM+TN)/(TM·TN) shared loads per multiply-add instead of the tiled kernel's two.
+template <int BM, int BN, int BK, int TM, int TN>
+__global__ void __launch_bounds__((BM / TM) * (BN / TN))
+    register_tiled_kernel(const float* __restrict__ a, const float* __restrict__ b,
+                          float* __restrict__ c, int n) {
+  // TODO(lab04): Bonus: stage A's slice (transposed) and B's in shared memory with float4 loads, then accumulate a TM×TN block of C in registers.
+}
+
 void require_multiple(int n, int tile, const char* who) {
   if (n <= 0 || tile <= 0 || n % tile != 0) {
     throw std::invalid_argument(std::string(who) + ": n = " + std::to_string(n) +
@@ -47,6 +61,16 @@ void matmul_tiled_dynamic(const float* d_a, const float* d_b, float* d_c, int n,
   }
   require_multiple(n, tile, "matmul_tiled_dynamic");
   // TODO(lab04): Launch tiled_dynamic_kernel with tile×tile blocks and room for two tiles of shared memory.
+}
+
+void matmul_register_tiled(const float* d_a, const float* d_b, float* d_c, int n) {
+  require_multiple(n, kTile, "matmul_register_tiled");
+  if (n % kRegisterBlock != 0) {
+    // The documented fallback: sizes the block tile does not divide use the tiled kernel.
+    matmul_tiled(d_a, d_b, d_c, n);
+    return;
+  }
+  // TODO(lab04): Bonus: launch register_tiled_kernel with kRegisterThreads threads per block and one block per kRegisterBlock×kRegisterBlock tile of C.
 }
 
 int choose_tile(int max_threads_per_block, std::size_t shared_bytes_per_block) {

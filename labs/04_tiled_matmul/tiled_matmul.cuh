@@ -27,6 +27,20 @@ void matmul_tiled(const float* d_a, const float* d_b, float* d_c, int n);
 /// parameter). Requires 1 <= tile <= kMaxTile and n to be a multiple of tile.
 void matmul_tiled_dynamic(const float* d_a, const float* d_b, float* d_c, int n, int tile);
 
+/// Optional bonus (the stretch goal): block tile of matmul_register_tiled(). A block of
+/// kRegisterThreads threads computes a kRegisterBlock×kRegisterBlock tile of C, each thread
+/// kThreadTile×kThreadTile outputs held in registers.
+inline constexpr int kRegisterBlock = 128;
+inline constexpr int kThreadTile = 8;
+inline constexpr int kRegisterThreads =
+    (kRegisterBlock / kThreadTile) * (kRegisterBlock / kThreadTile);
+
+/// Optional bonus: C = A·B with 2D register tiling: each thread computes a
+/// kThreadTile×kThreadTile block of C in registers from shared tiles filled with float4 loads.
+/// Requires n to be a positive multiple of kTile. When n is a multiple of kRegisterBlock the
+/// register-tiled kernel runs; otherwise the call falls back to matmul_tiled() (given code).
+void matmul_register_tiled(const float* d_a, const float* d_b, float* d_c, int n);
+
 /// The largest power-of-two tile width, at most kMaxTile, for which a tile×tile block fits in
 /// `max_threads_per_block` and its two float tiles fit in `shared_bytes_per_block`.
 /// Returns 0 if not even a 1×1 tile fits.

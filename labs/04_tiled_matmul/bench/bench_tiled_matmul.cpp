@@ -3,8 +3,13 @@
 // poisoned before and verified whole on the GPU after every run, host-time cross-check,
 // launches counted), with cuBLAS SGEMM timed alone as a yardstick. The expected result of a
 // tiled kernel is the naive kernel's output for the same inputs (given code); cuBLAS is
-// checked against a naive run on its inputs. Prints one JSON document.
-//   labNN_bench_<variant> [--n 4096] [--tile T] [--json PATH] [--seed N] ...
+// checked against a naive run on its inputs.
+// The optional bonus (--stretch 1, the default): the SGEMM ladder, each rung interleaved with
+// cuBLAS SGEMM as the baseline, so a comparison's speedup is its fraction of cuBLAS measured
+// in the same run: "ladder_1d" and "ladder_2d" (the bench's own kernels, ladder.cu) and
+// "register_tiled" (the student's matmul_register_tiled, the last rung, timed last). Each
+// rung's fraction of the FP32 peak is under metrics. Prints one JSON document.
+//   labNN_bench_<variant> [--n 4096] [--tile T] [--stretch 0|1] [--json PATH] [--seed N] ...
 #include <cublas_v2.h>
 
 #include <iostream>
@@ -14,6 +19,7 @@
 #include "cml/bench.hpp"
 #include "cml/buffer.hpp"
 #include "cml/gpu_verify.hpp"
+#include "ladder.hpp"
 #include "tiled_matmul.cuh"
 
 namespace {
@@ -22,14 +28,28 @@ using Product = void (*)(const float*, const float*, float*, int);
 
 void naive(const float* a, const float* b, float* c, int n) { lab04::matmul_naive(a, b, c, n); }
 void tiled(const float* a, const float* b, float* c, int n) { lab04::matmul_tiled(a, b, c, n); }
+void register_tiled(const float* a, const float* b, float* c, int n) {
+  lab04::matmul_register_tiled(a, b, c, n);
+}
+
+/// FP32 lanes per SM (one fused multiply-add each per clock), from the CUDA C++ Programming
+/// Guide's throughput table; 0 where unknown. CUDA 13 removed cudaDeviceProp::clockRate, so the
+/// clock comes from cudaDevAttrClockRate (DeviceInfo::max_sm_clock_mhz).
+int fp32_lanes_per_sm(int major, int minor) {
+  if (major == 6) return minor == 0 ? 64 : 128;
+  if (major == 7) return 64;
+  if (major == 8) return minor == 0 ? 64 : 128;
+  if (major >= 9) return 128;  // sm_90 (H100): 128
+  return 0;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const auto args = cml::parse_bench_args(
-      argc, argv, {"n", "tile"},
+      argc, argv, {"n", "tile", "stretch"},
       "usage: lab04 bench [--n N (multiple of 32, default 4096)] [--tile T (default: "
-      "choose_tile for this GPU)]");
+      "choose_tile for this GPU)] [--stretch 0|1 (the bonus ladder vs cuBLAS, default 1)]");
   const int n = static_cast<int>(args.get_int("n", 4096));
   const cml::DeviceInfo device = cml::bench_device();
   try {
@@ -60,7 +80,7 @@ int main(int argc, char** argv) {
     };
     const cml::TimedCase baseline = call("naive", d_base, product(naive));
 
-    double tiled_ms = 0;
+    double tiled_ms = 0, naive_ms = 0;
     {
       cml::Measurement m;
       m.baseline = baseline;
@@ -69,6 +89,7 @@ int main(int argc, char** argv) {
       m.check = check;
       const auto t = harness.time_pair(m);
       tiled_ms = t.candidate.ms.median;
+      naive_ms = t.baseline.ms.median;
       report.add_comparison("tiled", t, work);
       std::cerr << "tiled: " << cml::summary(t) << "\n";
     }
@@ -92,10 +113,54 @@ int main(int argc, char** argv) {
       std::cerr << "tiled_dynamic not timed: choose_tile gave " << tile << "\n";
     }
 
+    // The bonus: the ladder, each rung against cuBLAS interleaved (baseline = cuBLAS, so the
+    // speedup is the fraction of cuBLAS), and each rung's fraction of the FP32 peak.
+    cublasHandle_t handle = nullptr;
+    const double peak = 2.0 * fp32_lanes_per_sm(device.cc_major, device.cc_minor) *
+                        device.sm_count * device.max_sm_clock_mhz * 1e6;
+    const auto of_peak = [&](const std::string& name, double ms) {
+      if (peak > 0 && ms > 0) {
+        report.metric(name + "_fraction_of_fp32_peak", work.flop / (ms * 1e-3) / peak);
+      }
+    };
+    const auto stretch_ladder = [&](double cublas_ms) {
+      report.param("fp32_peak_tflops", peak / 1e12);
+      if (naive_ms > 0) report.metric("naive_fraction_of_cublas", cublas_ms / naive_ms);
+      of_peak("naive", naive_ms);
+      of_peak("tiled", tiled_ms);
+      of_peak("cublas_sgemm", cublas_ms);
+      const cml::TimedCase sgemm =
+          call("cublas_sgemm", d_base, [n, &handle](const float* a, const float* b, float* c) {
+            const float one = 1.0f, zero = 0.0f;
+            cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, b, n, a, n, &zero, c, n);
+          });
+      const auto versus_cublas = [&](const std::string& name, Product fn) {
+        cml::Measurement m;
+        m.baseline = sgemm;
+        m.candidate = call(name, d_c, product(fn));
+        m.inputs = &inputs;
+        m.check = check;
+        const auto r = harness.time_pair(m);
+        report.add_comparison(name, r, work);
+        report.metric(name + "_fraction_of_cublas", r.speedup.median);
+        of_peak(name, r.candidate.ms.median);
+        std::cerr << name << ": " << cml::summary(r) << "\n";
+      };
+      if (n % lab04_bench::kLadderBlock == 0) {
+        versus_cublas("ladder_1d", lab04_bench::matmul_1d_blocktile);
+        versus_cublas("ladder_2d", lab04_bench::matmul_2d_blocktile);
+      }
+      // The student's kernel last: if it fails, the comparisons above are already recorded.
+      try {
+        versus_cublas("register_tiled", register_tiled);
+      } catch (const std::exception& err) {
+        std::cerr << "register_tiled failed: " << err.what() << "\n";
+      }
+    };
+
     // cuBLAS SGEMM, FP32 without TF32, as a yardstick, checked against the naive kernel run
     // (untimed) on the same inputs. Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ, so the
     // operands swap. Its kernels are launched by the library, past the launch counter.
-    cublasHandle_t handle = nullptr;
     if (cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS) {
       cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH);
       cml::Measurement m;
@@ -110,6 +175,7 @@ int main(int argc, char** argv) {
       report.add_case("cublas_sgemm", t, work);
       if (tiled_ms > 0) report.metric("tiled_fraction_of_cublas", t.result.ms.median / tiled_ms);
       std::cerr << "cublas_sgemm: " << cml::summary(t) << "\n";
+      if (args.get_int("stretch", 1) != 0) stretch_ladder(t.result.ms.median);
       cublasDestroy(handle);
     }
     return report.write();

@@ -1,0 +1,99 @@
+"""fraction_points (lab 04's bonus speed: a fraction of cuBLAS timed in the same run) and the
+rubric's bonus parts (bonus = true: above the lab's maximum)."""
+
+from __future__ import annotations
+
+import math
+import unittest
+
+from grader.paths import find_lab
+from grader.result import GRADED, NOT_MEASURED, REVIEW
+from grader.rubric import RubricError, load_rubric, parse_rubric
+from grader.scoring import fraction_points
+
+
+class FractionPointsTest(unittest.TestCase):
+    def test_full_points_at_and_above_the_target(self) -> None:
+        for fraction in (0.6, 0.79, 1.0, 1.2):
+            score = fraction_points(fraction, target=0.6, floor=0.2, points=6)
+            self.assertEqual(score.status, GRADED)
+            self.assertEqual(score.points, 6.0)
+
+    def test_linear_between_floor_and_target(self) -> None:
+        score = fraction_points(0.4, target=0.6, floor=0.2, points=6)
+        self.assertEqual(score.status, GRADED)
+        self.assertAlmostEqual(score.points, 3.0)
+        self.assertAlmostEqual(fraction_points(0.3, 0.6, 0.2, 6).points, 1.5)
+        self.assertAlmostEqual(score.time_ratio, 2.5)
+
+    def test_nothing_at_or_below_the_floor(self) -> None:
+        for fraction in (0.01, 0.18, 0.2):
+            score = fraction_points(fraction, target=0.6, floor=0.2, points=6)
+            self.assertEqual((score.status, score.points), (GRADED, 0.0))
+            self.assertIn("0.2", score.reason)
+
+    def test_zero_floor_is_proportional(self) -> None:
+        self.assertAlmostEqual(fraction_points(0.15, 0.6, 0.0, 8).points, 2.0)
+
+    def test_implausible_fraction_is_flagged(self) -> None:
+        score = fraction_points(3.0, target=0.6, floor=0.2, points=6)
+        self.assertEqual((score.status, score.points), (REVIEW, 0.0))
+        self.assertEqual(fraction_points(1.4, 0.6, 0.2, 6).status, GRADED)
+
+    def test_unmeasurable_fraction(self) -> None:
+        for bad in (0.0, -1.0, math.nan, math.inf, None):
+            score = fraction_points(bad, target=0.6, floor=0.2, points=6)  # type: ignore[arg-type]
+            self.assertEqual((score.status, score.points, score.time_ratio),
+                             (NOT_MEASURED, 0.0, None))
+
+    def test_monotonic(self) -> None:
+        scores = [fraction_points(f / 100, 0.6, 0.2, 6).points for f in range(1, 120)]
+        self.assertEqual(scores, sorted(scores))
+
+
+class BonusRubricTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.lab = find_lab("04")
+
+    def test_lab04_bonus_is_above_the_maximum(self) -> None:
+        rubric = load_rubric(self.lab)
+        self.assertEqual(rubric.max_points, 100.0)
+        self.assertEqual(rubric.bonus_points, 10.0)
+        bonus = [g.name for g in rubric.correctness if g.bonus]
+        self.assertEqual(bonus, ["Bonus: register-tiled kernel"])
+        self.assertIsNotNone(rubric.stretch)
+        self.assertTrue(rubric.stretch.bonus)
+        self.assertEqual(rubric.stretch.comparison, "register_tiled")
+        self.assertEqual(rubric.stretch.requires, bonus)
+        # The bonus sanitizer case stays out of the lab's own memory-safety part.
+        self.assertIn("~[register]", rubric.memory_safety.tests)
+
+    def _parse(self, extra: str):
+        text = ('student_files = ["labs/04_tiled_matmul/tiled_matmul.cu"]\n'
+                '[lab]\ntitle = "t"\n'
+                '[[correctness]]\nname = "a"\ntests = "[a]"\npoints = 100\n' + extra)
+        return parse_rubric(self.lab, text)
+
+    def test_bonus_defaults_to_false(self) -> None:
+        rubric = self._parse('[[correctness]]\nname = "b"\ntests = "[b]"\npoints = 5\n')
+        self.assertFalse(rubric.correctness[1].bonus)
+        self.assertEqual((rubric.max_points, rubric.bonus_points), (105.0, 0.0))
+
+    def test_a_stretch_that_is_not_bonus_counts(self) -> None:
+        rubric = self._parse('[stretch]\npoints = 5\ncomparison = "x"\n')
+        self.assertEqual((rubric.max_points, rubric.bonus_points), (105.0, 0.0))
+        self.assertEqual((rubric.stretch.target_fraction, rubric.stretch.floor_fraction),
+                         (0.6, 0.0))
+
+    def test_bad_bonus_and_stretch_are_refused(self) -> None:
+        bad = ['[[correctness]]\nname = "b"\ntests = "[b]"\npoints = 5\nbonus = "yes"\n',
+               '[stretch]\npoints = 5\ncomparison = "x"\nfloor_fraction = 0.7\n',
+               '[stretch]\npoints = 5\ncomparison = "x"\nrequires = ["nope"]\n',
+               '[stretch]\npoints = 5\ncomparison = "x"\ntarget = 0.6\n']
+        for extra in bad:
+            with self.subTest(extra=extra), self.assertRaises(RubricError):
+                self._parse(extra)
+
+
+if __name__ == "__main__":
+    unittest.main()
