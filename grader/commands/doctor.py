@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import sandbox
+from .. import device_limits, sandbox
 from ..tools import find_catch2, probe_toolchain, query_gpus
 
 HELP = "show this machine's GPU(s) and tools, and what a missing one means for grading"
@@ -44,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
     found["profiler_counters"] = profiling
     isolation = sandbox.isolation()
     found["sandbox"] = isolation.as_dict()
+    limits = device_limits.query()
+    found["limits"] = limits.values or None
     if args.json:
         print(json.dumps(found, indent=2))
         return 0 if _can_build(tc, catch_version) else 1
@@ -60,12 +62,17 @@ def run(args: argparse.Namespace) -> int:
                 extra.append(f"{g.temperature_c} C")
             print(f"  ok    GPU {g.index}: {g.name}, compute capability {g.compute_capability}, "
                   f"driver {g.driver}" + (f" ({', '.join(extra)})" if extra else ""))
-        print("        for your GPU's limits (shared memory, registers, SMs) run a lab's test "
-              "binary: it prints them, or see `nvidia-smi -q`")
     else:
         print(f"  --    no CUDA device: {why}")
         print("        costs: GPU tests, memory safety, timing and profiler metrics are "
               "'not graded'; host tests and static checks still run")
+    print("Device limits (what the handouts ask for; names as in cudaDeviceProp)")
+    if limits.values:
+        for line in device_limits.lines(limits):
+            print(f"        {line}")
+    else:
+        print(f"  --    no CUDA GPU ({limits.error}): no limits to show; the handouts "
+              "quote the grading H100's")
     print("Tools")
     for name in ("cmake", "ninja", "nvcc", "g++", "nm", "compute-sanitizer", "ncu",
                  "nvidia-smi", "python3"):
