@@ -13,7 +13,7 @@ HELP = "show this machine's GPU(s) and tools, and what a missing one means for g
 
 # What grading loses without each piece.
 COSTS = {
-    "cmake": "nothing can be built or graded (CMake >= 3.24 is required)",
+    "cmake": "nothing can be built or graded (CMake >= 3.25 for the presets, 3.24 without)",
     "ninja": "builds use Make instead (slower, otherwise the same)",
     "nvcc": "nothing can be built or graded (the CUDA toolkit's compiler is required)",
     "g++": "nothing can be built (the host compiler is required)",
@@ -78,7 +78,10 @@ def run(args: argparse.Namespace) -> int:
                  "nvidia-smi", "python3"):
         version = tc.versions.get(name)
         path = tc.paths.get(name)
-        if path:
+        if path and name == "cmake" and _older(version, (3, 25)):
+            print(f"  old   {name:<18} {version or '?':<12} {path}: the presets need 3.25 "
+                  "(python3 -m pip install --user cmake, or apt.kitware.com)")
+        elif path:
             print(f"  ok    {name:<18} {version or '?':<12} {path}")
         else:
             print(f"  --    {name:<18} missing: {COSTS.get(name, '')}")
@@ -106,6 +109,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("  nothing can be built here until the missing required tools are installed")
     return 0 if ok else 1
+
+
+def _older(version: str | None, than: tuple[int, ...]) -> bool:
+    try:
+        return tuple(int(x) for x in (version or "").split(".")[:len(than)]) < than
+    except ValueError:
+        return False
 
 
 def _can_build(tc, catch_version) -> bool:

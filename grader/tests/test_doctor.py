@@ -52,6 +52,12 @@ class ParserTest(unittest.TestCase):
 
 
 class DoctorTest(unittest.TestCase):
+    def test_an_old_cmake_is_named(self):
+        self.assertTrue(doctor._older("3.22.1", (3, 25)))  # Ubuntu 22.04's
+        self.assertFalse(doctor._older("3.25.1", (3, 25)))
+        self.assertFalse(doctor._older("4.0.2", (3, 25)))
+        self.assertFalse(doctor._older(None, (3, 25)))
+
     def test_without_a_gpu_one_clear_line(self):
         if device_limits.query().values:
             self.skipTest("this machine has a GPU")
