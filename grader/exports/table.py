@@ -134,7 +134,7 @@ def terminal_table(result: GradeResult, color: bool | None = None) -> str:
         if summary:
             line += "  " + _paint(summary, DIM, on)
         lines.append(line)
-        waiting = [p for p in lab.parts if needs_gpu(p)]
+        waiting = [p for p in lab.parts if needs_gpu(p) and not reported_only(p)]
         if waiting:
             pts = f"{fmt_points(sum(p.max_points for p in waiting))} pts"
             names = ", ".join(f"{p.name} ({fmt_points(p.max_points)})" for p in waiting)

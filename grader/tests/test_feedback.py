@@ -25,6 +25,14 @@ class NoGpuFeedbackTest(unittest.TestCase):
             if part.max_points > 0 and part.points < part.max_points:
                 self.assertEqual(text.count(part.name), 1, part.name)
 
+    def test_a_reported_only_metric_is_not_waiting_for_a_gpu(self):
+        from grader.result import PartResult
+        self.result.labs[0].parts.append(PartResult(
+            "metric", "Requests per naive request", "not_graded", 0.0, 0.0,
+            "Not graded: no CUDA device, so this metric part was not run."))
+        text = terminal_table(self.result, color=False)
+        self.assertNotIn("Requests per naive request", text)
+
     def test_markdown(self):
         text = to_markdown(self.result)
         self.assertIn("| 1 passed, 1 failed, 1 need a GPU |", text)
