@@ -32,7 +32,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import skeleton
+from . import skeleton, student_copy
 from .paths import LAB_DIR_RE, ROOT
 from .rubric import tomllib
 
@@ -51,6 +51,7 @@ EXCLUDE = (
     "grader/tests/test_adversarial.py",
     "tools/adversarial_check.sh",
     "tools/grade_check.py",  # grades the reference: needs solutions/
+    "docs/student/*",  # the student copy's own README and workflows (student_copy.py)
     "*/__pycache__/*", "*.pyc",
 )
 MIN_LINE = 16  # shorter lines ("}", "return 0;") prove nothing
@@ -413,6 +414,7 @@ def plan_release(root: Path = ROOT, labs: list[str] | str | None = None,
     committed = sorted(tree.modes)
     files = [r for r in committed if included(r) and lab_of(r, folders) in (None, *chosen)]
     left_out = [r for r in committed if r not in set(files)]
+    files = sorted({*files, *student_copy.overlay(tree, chosen)})  # README, workflows
     release = Release(files, left_out, labs=chosen, revision=tree.revision)
 
     # Only what is committed goes out: say which released paths differ from HEAD.
@@ -488,11 +490,12 @@ def make_release(out_dir: Path, root: Path = ROOT, force: bool = False, commit: 
             raise ReleaseError(f"{out_dir} exists and is not empty (use --force to replace it)")
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    replaced = student_copy.overlay(tree, release.labs)
     for rel in release.files:
         target = out_dir / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(tree.blobs[rel])
-        target.chmod(0o755 if tree.modes[rel] == "100755" else 0o644)
+        target.write_bytes(replaced.get(rel, tree.blobs.get(rel, b"")))
+        target.chmod(0o755 if tree.modes.get(rel) == "100755" else 0o644)
     if commit:
         _git(["init", "-q"], out_dir)
         _git(["add", "-A"], out_dir)

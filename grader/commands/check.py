@@ -13,6 +13,7 @@ from pathlib import Path
 from ..paths import ROOT
 from ..result import PASSED, GradeResult
 from . import grade as grade_cmd
+from ..exports.table import needs_gpu
 from ._common import choose_labs, table, write_result
 
 HELP = "grade your own work for the given labs and explain what fails"
@@ -52,7 +53,8 @@ def feedback(result: GradeResult, limit: int = 6) -> str:
         if len(failing) > limit:
             problems.append(f"  … and {len(failing) - limit} more failing test case(s)")
         for part in lab.parts:
-            if part.kind in ("memory_safety", "performance", "metric") and part.reason:
+            if part.kind in ("memory_safety", "performance", "metric") and part.reason \
+                    and not needs_gpu(part):  # the table lists those once
                 problems.append(f"  {part.name}: {part.reason}")
         if problems:
             out.append(f"{lab.lab}:")

@@ -6,14 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import sandbox
+from .. import device_limits, sandbox
 from ..tools import find_catch2, probe_toolchain, query_gpus
 
 HELP = "show this machine's GPU(s) and tools, and what a missing one means for grading"
 
 # What grading loses without each piece.
 COSTS = {
-    "cmake": "nothing can be built or graded (CMake >= 3.24 is required)",
+    "cmake": "nothing can be built or graded (CMake >= 3.25 for the presets, 3.24 without)",
     "ninja": "builds use Make instead (slower, otherwise the same)",
     "nvcc": "nothing can be built or graded (the CUDA toolkit's compiler is required)",
     "g++": "nothing can be built (the host compiler is required)",
@@ -44,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
     found["profiler_counters"] = profiling
     isolation = sandbox.isolation()
     found["sandbox"] = isolation.as_dict()
+    limits = device_limits.query()
+    found["limits"] = limits.values or None
     if args.json:
         print(json.dumps(found, indent=2))
         return 0 if _can_build(tc, catch_version) else 1
@@ -60,18 +62,26 @@ def run(args: argparse.Namespace) -> int:
                 extra.append(f"{g.temperature_c} C")
             print(f"  ok    GPU {g.index}: {g.name}, compute capability {g.compute_capability}, "
                   f"driver {g.driver}" + (f" ({', '.join(extra)})" if extra else ""))
-        print("        for your GPU's limits (shared memory, registers, SMs) run a lab's test "
-              "binary: it prints them, or see `nvidia-smi -q`")
     else:
         print(f"  --    no CUDA device: {why}")
         print("        costs: GPU tests, memory safety, timing and profiler metrics are "
               "'not graded'; host tests and static checks still run")
+    print("Device limits (what the handouts ask for; names as in cudaDeviceProp)")
+    if limits.values:
+        for line in device_limits.lines(limits):
+            print(f"        {line}")
+    else:
+        print(f"  --    no CUDA GPU ({limits.error}): no limits to show; the handouts "
+              "quote the grading H100's")
     print("Tools")
     for name in ("cmake", "ninja", "nvcc", "g++", "nm", "compute-sanitizer", "ncu",
                  "nvidia-smi", "python3"):
         version = tc.versions.get(name)
         path = tc.paths.get(name)
-        if path:
+        if path and name == "cmake" and _older(version, (3, 25)):
+            print(f"  old   {name:<18} {version or '?':<12} {path}: the presets need 3.25 "
+                  "(python3 -m pip install --user cmake, or apt.kitware.com)")
+        elif path:
             print(f"  ok    {name:<18} {version or '?':<12} {path}")
         else:
             print(f"  --    {name:<18} missing: {COSTS.get(name, '')}")
@@ -99,6 +109,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("  nothing can be built here until the missing required tools are installed")
     return 0 if ok else 1
+
+
+def _older(version: str | None, than: tuple[int, ...]) -> bool:
+    try:
+        return tuple(int(x) for x in (version or "").split(".")[:len(than)]) < than
+    except ValueError:
+        return False
 
 
 def _can_build(tc, catch_version) -> bool:

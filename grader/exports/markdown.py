@@ -10,6 +10,7 @@ from ..result import GradeResult, LabResult
 from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
                      lab_reason, part_outcome, part_reason, test_counts, test_outcome,
                      timing_summary)
+from .table import gradable_phrase, reported_only, reported_value, tests_phrase
 
 ICONS = {PASS: "✅", FAIL: "❌", SKIP: "⏭️", FLAG: "🚩"}
 DASH = "–"
@@ -21,17 +22,12 @@ def cell(text: str) -> str:
     return " ".join(_CONTROL.sub("", str(text)).split()).replace("|", "\\|")
 
 
-def _lab_row(lab: LabResult) -> str:
-    counts = test_counts(lab)
+def _lab_row(lab: LabResult, no_gpu: bool = False) -> str:
     t = timing_summary(lab)
-    tests = DASH
-    if counts["total"]:
-        tests = f"{counts['passed']} / {counts['total']}"
-        if counts["not_run"]:
-            tests += f" ({counts['not_run']} not run)"
+    tests = tests_phrase(lab, no_gpu) or DASH
     points = f"{fmt_points(lab.points)} / {fmt_points(lab.max_points)}"
     if lab.points < lab.max_points - EPS:
-        reason = lab_reason(lab)
+        reason = gradable_phrase(lab) or re.sub(r" \(\+\d+ more\)$", "", lab_reason(lab))
         if lab.points <= EPS or reason:
             points += f" — {reason or 'no points earned'}"
     return "| " + " | ".join(cell(x) for x in (
@@ -52,8 +48,11 @@ def _details(lab: LabResult) -> list[str]:
     for p in lab.parts:
         outcome = part_outcome(p)
         reason = part_reason(p) if outcome != PASS or p.points < p.max_points - EPS else ""
+        icon, status = ICONS[outcome], STATUS_WORDS.get(p.status, p.status)
+        if reported_only(p) and p.status == "graded":  # neutral: no points either way
+            icon, status, reason = "ℹ️", "reported, not scored", reported_value(p)
         out.append("| " + " | ".join(cell(x) for x in (
-            f"{ICONS[outcome]} {p.name}", STATUS_WORDS.get(p.status, p.status),
+            f"{icon} {p.name}", status,
             f"{fmt_points(p.points)} / {fmt_points(p.max_points)}", reason or "")) + " |")
     t = timing_summary(lab)
     if t["speedup"] is not None:
@@ -102,7 +101,7 @@ def to_markdown(result: GradeResult) -> str:
                      "the GPU parts were not graded** (they earn no points here).")
     lines += ["", "| Lab | Tests passed | Time | Speedup vs baseline | vs reference | Points |",
               "|---|---:|---:|---:|---:|---|"]
-    lines += [_lab_row(lab) for lab in result.labs]
+    lines += [_lab_row(lab, not result.device) for lab in result.labs]
     lines.append("")
     for lab in result.labs:
         lines += _details(lab)

@@ -10,7 +10,7 @@ from ..result import GradeResult, LabResult
 from .common import (EPS, one_line, FAIL, FLAG, PASS, SKIP, fmt_points, lab_reason,
                      part_outcome, part_reason, test_counts, timing_summary)
 
-COLUMNS = (("Lab", 34, "<"), ("Tests", 14, ">"), ("Time", 11, ">"), ("Speedup", 9, ">"),
+COLUMNS = (("Lab", 34, "<"), ("Tests", 32, ">"), ("Time", 11, ">"), ("Speedup", 9, ">"),
            ("vs ref", 10, ">"), ("Points", 14, ">"))
 GREEN, YELLOW, RED, CYAN, BOLD, DIM, RESET = ("\033[32m", "\033[33m", "\033[31m", "\033[36m",
                                               "\033[1m", "\033[2m", "\033[0m")
@@ -27,13 +27,52 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
-def _lab_cells(lab: LabResult) -> list[str]:
+def needs_gpu(part) -> bool:
+    """A part left ungraded only because there is no CUDA device here."""
+    return part.status == "not_graded" and "no cuda device" in (part.reason or "").lower()
+
+
+def reported_only(part) -> bool:
+    """A profiler metric shown beside the score, worth no points either way."""
+    return part.kind == "metric" and part.max_points <= EPS
+
+
+def reported_value(part) -> str:
+    """What a reported-only metric measured, in one line."""
+    if part.reason:
+        return one_line(part.reason, 200)
+    value = part.details.get("value") if isinstance(part.details, dict) else None
+    return f"Measured {value:.4g} (reported, not scored)." if isinstance(
+        value, (int, float)) else "Reported, not scored."
+
+
+def tests_phrase(lab: LabResult, no_gpu: bool) -> str:
+    """"3 passed, 1 failed, 4 need a GPU": never a fraction that reads unrun tests as failed."""
     counts = test_counts(lab)
+    if not counts["total"]:
+        return ""
+    words = [f"{counts['passed']} passed"]
+    if counts["failed"]:
+        words.append(f"{counts['failed']} failed")
+    if counts["not_run"]:
+        words.append(f"{counts['not_run']} " + ("need a GPU" if no_gpu else "not run"))
+    return ", ".join(words)
+
+
+def gradable_phrase(lab: LabResult) -> str:
+    """"25/25 gradable here, 75 need a GPU" when parts wait for a GPU, else ""."""
+    waiting = sum(p.max_points for p in lab.parts if needs_gpu(p))
+    if waiting <= EPS:
+        return ""
+    here = [p for p in lab.parts if p.status not in ("not_graded", "not_measured")]
+    got, out_of = sum(p.points for p in here), sum(p.max_points for p in here)
+    return (f"{fmt_points(got)}/{fmt_points(out_of)} gradable here, "
+            f"{fmt_points(waiting)} need a GPU")
+
+
+def _lab_cells(lab: LabResult, no_gpu: bool = False) -> list[str]:
     t = timing_summary(lab)
-    run = counts["total"] - counts["not_run"]
-    tests = f"{counts['passed']}/{run} passed" if counts["total"] else DASH
-    if counts["not_run"] and counts["total"]:
-        tests = f"{counts['passed']}/{counts['total']} passed"
+    tests = tests_phrase(lab, no_gpu) or DASH
     return [
         _fit(f"{lab.lab[:2]} {lab.title}", COLUMNS[0][1]),
         tests,
@@ -78,21 +117,34 @@ def terminal_table(result: GradeResult, color: bool | None = None) -> str:
     header = _row([c[0] for c in COLUMNS])
     lines.append(_paint(header, BOLD, on))
     lines.append("-" * len(header))
+    no_gpu = not result.device
     for lab in result.labs:
-        cells = _lab_cells(lab)
+        cells = _lab_cells(lab, no_gpu)
         row = _row(cells)
         all_skipped = lab.parts and all(part_outcome(p) == SKIP for p in lab.parts
                                         if p.max_points > 0)
         code = _points_color(lab.points, lab.max_points, SKIP if all_skipped else None)
         width = len(row) - COLUMNS[-1][1]
         line = row[:width] + _paint(row[width:], code, on)
-        if lab.points < lab.max_points - EPS:
-            line += "  " + _paint(lab_reason(lab), DIM, on)
+        listed = [p for p in lab.parts if part_outcome(p) != PASS and not needs_gpu(p)
+                  and not reported_only(p)]
+        summary = gradable_phrase(lab)
+        if not summary and not listed and lab.points < lab.max_points - EPS:
+            summary = lab_reason(lab)  # nothing below says why
+        if summary:
+            line += "  " + _paint(summary, DIM, on)
         lines.append(line)
+        waiting = [p for p in lab.parts if needs_gpu(p) and not reported_only(p)]
+        if waiting:
+            pts = f"{fmt_points(sum(p.max_points for p in waiting))} pts"
+            names = ", ".join(f"{p.name} ({fmt_points(p.max_points)})" for p in waiting)
+            lines.append(f"    {_paint(f'{pts:>14}', CYAN, on)}  need a GPU: {names}")
         for p in lab.parts:
-            outcome = part_outcome(p)
-            if outcome == PASS:
+            if reported_only(p) and p.status not in ("not_graded", "not_measured"):
+                lines.append(f"    {'reported':>14}  {p.name}: {reported_value(p)}")
+            if p not in listed:
                 continue
+            outcome = part_outcome(p)
             reason = one_line(part_reason(p), 200)
             pts = f"{fmt_points(p.points)}/{fmt_points(p.max_points)} pts"
             tag = {SKIP: "not graded" if p.status == "not_graded" else "not measured",

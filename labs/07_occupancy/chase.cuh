@@ -20,6 +20,27 @@ inline constexpr int kArchThreadsPerSm = 1536;
 inline constexpr int kArchThreadsPerSm = 2048;
 #endif
 
+/// Resident blocks per SM of the architecture being compiled for: 16 on CC 7.5, 8.6 and 8.7,
+/// 24 on 8.9, 32 otherwise.
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 750 || __CUDA_ARCH__ == 860 || \
+                               __CUDA_ARCH__ == 870)
+inline constexpr int kArchBlocksPerSm = 16;
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 890
+inline constexpr int kArchBlocksPerSm = 24;
+#else
+inline constexpr int kArchBlocksPerSm = 32;
+#endif
+
+/// The second argument of __launch_bounds__(threads, min_blocks) for the architecture being
+/// compiled for: `min_blocks`, or the most blocks of `threads` its SM can hold when that is
+/// fewer (ptxas would otherwise ignore the request with a warning). The sweeps ask for a
+/// CC 8.0/9.0 SM's 2048 threads; on those GPUs nothing changes.
+constexpr int arch_min_blocks(int threads, int min_blocks) {
+  const int by_threads = kArchThreadsPerSm / threads > 0 ? kArchThreadsPerSm / threads : 1;
+  const int most = by_threads < kArchBlocksPerSm ? by_threads : kArchBlocksPerSm;
+  return min_blocks < most ? min_blocks : most;
+}
+
 /// Steps per round: one for each key of a lane's key schedule.
 inline constexpr int kChaseKeys = 64;
 

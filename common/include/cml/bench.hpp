@@ -40,8 +40,8 @@ struct BenchArgs {
 BenchArgs parse_bench_args(int argc, char** argv, const std::vector<std::string>& lab_options,
                            const std::string& usage);
 
-/// The device a bench runs on. Without a usable CUDA device it says why on standard error
-/// and exits with status 3 (the grader reads that as "no GPU", not as a failed bench).
+/// The device a bench runs on. Without a usable CUDA device it says so and why on standard
+/// error and exits with status 77, "skipped" (as the test executables do without a GPU).
 DeviceInfo bench_device();
 
 /// Amount of work a timed case does, for rates in the report.

@@ -31,7 +31,7 @@ __global__ void sweep_unbounded(const std::uint32_t* __restrict__ table,
 }
 
 template <int kThreads, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
+__global__ void __launch_bounds__(kThreads, lab07::arch_min_blocks(kThreads, kMinBlocks))
     sweep_bounded(const std::uint32_t* __restrict__ table, std::uint32_t* __restrict__ out,
                   ChaseParams p) {
   lab07::chase_warp(table, out, p);

@@ -3,6 +3,8 @@
 // __maxnreg__ cap that number, spilling the rest), so each variant reports a different numRegs.
 #include "sweep_kernels.hpp"
 
+#include "chase.cuh"
+
 namespace lab07_test {
 namespace {
 
@@ -31,7 +33,7 @@ __global__ void free_kernel(const float* in, float* out, int n) {
 }
 
 template <int kLive, int kThreads, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
+__global__ void __launch_bounds__(kThreads, lab07::arch_min_blocks(kThreads, kMinBlocks))
     bounded_kernel(const float* in, float* out, int n) {
   hungry<kLive>(in, out, n);
 }

@@ -1,0 +1,179 @@
+"""The files the student copy holds instead of the course's own (see release.py):
+
+- README.md, from docs/student/README.md.in: the student's quick start, one lab at a time,
+  `grader check`, and the ways to get GPU feedback without a GPU;
+- .github/workflows/build.yml, from docs/student/workflows/build.yml: builds and runs the
+  student's host tests, failing ones reported as such;
+- .github/workflows/classroom.yml, generated here: GitHub Classroom's autograding actions,
+  one test per correctness group of each lab that has public host cases, worth that group's
+  host share of the points (a preliminary score: public host tests only);
+- CMakePresets.json with the `student` label no longer left out of the default test preset
+  (in the student copy the student tests *are* the lab tests: there is no solution to test).
+
+Everything is made from HEAD (release.Tree), so it is as committed as the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .catch_spec import spec_matches
+from .paths import LAB_DIR_RE
+
+try:  # the project's TOML reader: tomllib on 3.11+, its own on 3.10
+    import tomllib as _tomllib
+except ImportError:  # pragma: no cover - Python 3.10
+    from . import _toml as _tomllib  # type: ignore[no-redef]
+
+TEMPLATES = "docs/student"  # left out of the copy itself (release.EXCLUDE)
+README_TEMPLATE = f"{TEMPLATES}/README.md.in"
+BUILD_WORKFLOW = f"{TEMPLATES}/workflows/build.yml"
+# The first full build of the student copy, all seven labs (`cmake --build --preset default`,
+# 72 steps), measured: 10 min 56 s on a shared 2-core machine without a GPU (Debian 12,
+# nvcc 13, Ninja, default architecture 75).
+BUILD_TIME = ("about 11 minutes on a 2-core machine (measured); more cores build in "
+              "parallel and take less.")
+_CASE = re.compile(r'\b(?:TEST_CASE|SCENARIO)\(\s*"((?:[^"\\]|\\.)*)"\s*,\s*"([^"]*)"', re.S)
+
+
+def public_cases(tree, folder: str) -> list[tuple[str, frozenset[str]]]:
+    """(name, tags) of each test case in labs/<folder>/tests/ (lower-case tags)."""
+    cases = []
+    for rel in tree.under(f"labs/{folder}/tests/"):
+        for name, tags in _CASE.findall(tree.text(rel) or ""):
+            cases.append((name, frozenset(t.lower() for t in re.findall(r"\[([^\]]+)\]", tags))))
+    return cases
+
+
+def host_groups(tree, folder: str) -> list[dict]:
+    """The correctness groups with public host cases: name, spec, points, host share."""
+    doc = _tomllib.loads(tree.text(f"labs/{folder}/grading.toml") or "")
+    cases = public_cases(tree, folder)
+    out = []
+    for group in doc.get("correctness", []):
+        spec = group.get("tests", "")
+        matched = [tags for name, tags in cases if spec_matches(spec, name, tags)]
+        host = [tags for tags in matched if "host" in tags]
+        if host and re.fullmatch(r"(\[[^\],~]+\])+", spec):  # plain tags: "...[host]" ANDs
+            share = float(group.get("points", 0)) * len(host) / len(matched)
+            out.append({"name": group.get("name", spec), "spec": spec + "[host]",
+                        "points": round(share), "all_host": len(host) == len(matched)})
+    return out
+
+
+def render_readme(tree, labs: list[str]) -> str:
+    template = tree.text(README_TEMPLATE)
+    if template is None:
+        raise ValueError(f"{README_TEMPLATE} is not committed")
+    presets = json.loads(tree.text("CMakePresets.json") or "{}")
+    need = presets.get("cmakeMinimumRequired", {})
+    rows = []
+    for folder in labs:
+        topic = LAB_DIR_RE.match(folder).group(2)
+        title = _tomllib.loads(tree.text(f"labs/{folder}/grading.toml") or "").get(
+            "lab", {}).get("title", topic)
+        rows.append(f"| {folder[:2]} | [{title}](handouts/{folder}.md) | "
+                    f"`labs/{folder}/{topic}.cu` |")
+    example = "04_tiled_matmul" if "04_tiled_matmul" in labs else labs[0]
+    values = {"LAB_ROWS": "\n".join(rows), "EX_NN": example[:2], "EX_FOLDER": example,
+              "EX_TOPIC": LAB_DIR_RE.match(example).group(2), "BUILD_TIME": BUILD_TIME,
+              "CMAKE_MIN": f"{need.get('major', 3)}.{need.get('minor', 25)}"}
+    text = re.sub(r"@([A-Z_]+)@", lambda m: values[m.group(1)], template)
+    return text
+
+
+def classroom_workflow(tree, labs: list[str]) -> str:
+    """GitHub Classroom's autograding workflow: one command-grader step per host group."""
+    steps, ids = [], []
+    for folder in labs:
+        nn = folder[:2]
+        binary = f"build/labs/{folder}/lab{nn}_tests_student"
+        for i, group in enumerate(host_groups(tree, folder), 1):
+            if group["points"] <= 0:
+                continue
+            step = f"lab{nn}-{i}"
+            ids.append(step)
+            part = "" if group["all_host"] else " (host cases)"
+            name = f"lab{nn} {group['name']}{part}".replace('"', "'")
+            steps.append(
+                f"      - name: \"{name}\"\n"
+                f"        id: {step}\n"
+                f"        uses: classroom-resources/autograding-command-grader@v1\n"
+                f"        with:\n"
+                f"          test-name: \"{name}\"\n"
+                f"          setup-command: cmake --build build --target lab{nn}_tests_student\n"
+                f"          command: {binary} '{group['spec']}'\n"
+                f"          timeout: 10\n"
+                f"          max-score: {group['points']}\n")
+    env = "".join(f"          {i.upper().replace('-', '_')}_RESULTS: "
+                  f"\"${{{{ steps.{i}.outputs.result }}}}\"\n" for i in ids)
+    return (
+        "# GitHub Classroom autograding: each lab's host tests (public ones only), one test per\n"
+        "# rubric group with host cases, worth that group's host share of the points. This\n"
+        "# score is PRELIMINARY: no hidden tests, no GPU tests, no reference timing; the\n"
+        "# course's GPU grader gives the real one. Generated by `grader release`.\n"
+        "name: Autograding Tests\n"
+        "\"on\":\n  - push\n  - workflow_dispatch\n  - repository_dispatch\n"
+        "permissions:\n  checks: write\n  actions: read\n  contents: read\n"
+        "jobs:\n  run-autograding-tests:\n    runs-on: ubuntu-latest\n"
+        "    if: github.actor != 'github-classroom[bot]'\n"
+        "    env:\n      CUDA_VERSION: \"13-0\"\n"
+        "    steps:\n"
+        "      - uses: actions/checkout@v4\n"
+        "      - name: Install the CUDA compiler and the build tools\n"
+        "        run: |\n"
+        "          . /etc/os-release\n"
+        "          wget -q \"https://developer.download.nvidia.com/compute/cuda/repos/"
+        "ubuntu${VERSION_ID/./}/x86_64/cuda-keyring_1.1-1_all.deb\"\n"
+        "          sudo dpkg -i cuda-keyring_1.1-1_all.deb\n"
+        "          sudo apt-get update -qq\n"
+        "          sudo apt-get install -y -qq --no-install-recommends cmake ninja-build g++ "
+        "catch2 cuda-nvcc-$CUDA_VERSION cuda-cudart-dev-$CUDA_VERSION "
+        "libcublas-dev-$CUDA_VERSION\n"
+        "          echo \"/usr/local/cuda/bin\" >> \"$GITHUB_PATH\"\n"
+        "      - name: Configure\n"
+        "        run: cmake --preset default\n"
+        "      - name: Say what this score is\n"
+        "        run: |\n"
+        "          {\n"
+        "            echo \"## Preliminary host score for ${GITHUB_SHA::12}\"\n"
+        "            echo\n"
+        "            echo \"Public host tests only: no hidden tests, no GPU tests, no reference"
+        " timing.\"\n"
+        "            echo \"Failing tests are expected until you have done a lab's work.\"\n"
+        "          } >> \"$GITHUB_STEP_SUMMARY\"\n"
+        + "".join(steps) +
+        "      - name: Autograding Reporter\n"
+        "        uses: classroom-resources/autograding-grading-reporter@v1\n"
+        "        env:\n" + env +
+        "        with:\n"
+        f"          runners: {','.join(ids)}\n")
+
+
+def student_presets(text: str) -> str:
+    """The course's CMakePresets.json with `student` tests run by the default test preset."""
+    doc = json.loads(text)
+    for preset in doc.get("testPresets", []):
+        exclude = preset.get("filter", {}).get("exclude", {})
+        if exclude.get("label") == "^student$":
+            del exclude["label"]
+            if not exclude:
+                del preset["filter"]["exclude"]
+            if not preset["filter"]:
+                del preset["filter"]
+            if preset.get("name") == "default":
+                preset["displayName"] = ("Your tests (they fail until a lab is done) and the "
+                                         "grader's own")
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def overlay(tree, labs: list[str]) -> dict[str, bytes]:
+    """Path in the copy -> content, for the files the student copy holds instead."""
+    out = {"README.md": render_readme(tree, labs).encode(),
+           ".github/workflows/classroom.yml": classroom_workflow(tree, labs).encode(),
+           "CMakePresets.json": student_presets(tree.text("CMakePresets.json") or "{}").encode()}
+    build = tree.blobs.get(BUILD_WORKFLOW)
+    if build is not None:
+        out[".github/workflows/build.yml"] = build
+    return out
