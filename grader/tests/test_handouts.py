@@ -31,6 +31,11 @@ def graded_table(text: str) -> list[tuple[str, float, str]]:
     return rows
 
 
+def bonus_table(text: str) -> list[float]:
+    """The points of the "bonus part" table (written "+N"), if the handout has one."""
+    return [float(m) for m in re.findall(r"^\|[^|\n]+\|\s*\+([\d.]+)\s*\|", text, re.M)]
+
+
 class HandoutTest(unittest.TestCase):
     def test_doctor_prints_what_they_ask_for(self):
         labels = {label for _, _, label, _ in device_limits.FIELDS}
@@ -60,7 +65,7 @@ class HandoutTest(unittest.TestCase):
         for lab in discover_labs(ROOT):
             rubric = load_rubric(lab)
             rows = graded_table((ROOT / "handouts" / f"{lab.folder}.md").read_text())
-            parts = [g.points for g in rubric.correctness]
+            parts = [g.points for g in rubric.correctness if not g.bonus]
             if rubric.memory_safety and rubric.memory_safety.points:
                 parts.append(rubric.memory_safety.points)
             if rubric.performance and rubric.performance.points:
@@ -71,6 +76,8 @@ class HandoutTest(unittest.TestCase):
             self.assertIn(shown, (sorted(parts + metrics), sorted(parts + [sum(metrics)])),
                           lab.folder)
             self.assertAlmostEqual(sum(p for _, p, _ in rows), rubric.max_points)
+            text = (ROOT / "handouts" / f"{lab.folder}.md").read_text()
+            self.assertAlmostEqual(sum(bonus_table(text)), rubric.bonus_points, msg=lab.folder)
             for name, points, host in rows:
                 gpu_only = re.match(r"(Memory safety|Speed|`?ncu|Achieved|Sectors)", name)
                 if gpu_only:
