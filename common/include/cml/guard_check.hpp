@@ -35,4 +35,11 @@ CompareResult check_guards(const DeviceBuffer<T>& buffer, const std::string& nam
   return guard_failure(name, buffer.guard_report(), size, seed, hint);
 }
 
+/// check_guards() with the array's name, the size and the seed of a comparison's context.
+template <class T>
+CompareResult check_guards(const DeviceBuffer<T>& buffer, const CompareContext& ctx,
+                           const std::string& hint) {
+  return check_guards(buffer, ctx.name, ctx.size, ctx.seed, hint);
+}
+
 }  // namespace cml
