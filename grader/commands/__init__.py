@@ -2,6 +2,7 @@
 
 from . import (batch, check, ci, doctor, expect_fail, grade, list_labs, release,
                skeleton)
+from . import new_lab
 
 COMMANDS = {
     "doctor": doctor,
@@ -13,4 +14,5 @@ COMMANDS = {
     "ci": ci,
     "batch": batch,
     "release": release,
+    "new-lab": new_lab,
 }
