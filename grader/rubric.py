@@ -259,6 +259,9 @@ def _bonus(check: _Checker) -> bool:
 
 
 def _student_files(lab: LabPaths, check: _Checker) -> list[str]:
+    # Default: the one file the folder names, labs/NN_topic/topic.cu.
+    if "student_files" not in check.table:
+        return [f"labs/{lab.folder}/{lab.topic}.cu"]
     files = check.strings("student_files")
     if not files:
         raise check.fail("student_files must name at least one file")
@@ -278,6 +281,14 @@ def _student_files(lab: LabPaths, check: _Checker) -> list[str]:
             raise check.fail(f"student file '{name}' is listed twice")
         out.append(name)
     return out
+
+
+def _in_lab(spec: str, lab: LabPaths) -> str:
+    """`spec` limited to the lab's tests: a spec that names no [labNN] tag gets the lab's tag
+    in front of each of its comma-separated alternatives ("[model]" -> "[lab04][model]")."""
+    if "[lab" in spec.lower() or '"' in spec:
+        return spec
+    return ",".join(f"[{lab.tag}]{alt.strip()}" for alt in spec.split(","))
 
 
 def _requires(check: _Checker, groups: list[CorrectnessGroup]) -> list[str]:
@@ -334,6 +345,7 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
         tests = c.string("tests")
         if not tests.strip():
             raise c.fail(f"{c.where}.tests must not be empty")
+        tests = _in_lab(tests, lab)
         groups.append(CorrectnessGroup(name, tests, c.number("points", minimum=0),
                                        c.string("hint", required=False), _bonus(c)))
 
@@ -350,7 +362,8 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
                              f"(known: {', '.join(SANITIZER_TOOLS)})")
         if len(set(tools)) != len(tools):
             raise m.fail("[memory_safety].tools lists a tool twice")
-        memory = MemorySafety(m.number("points", minimum=0), m.string("tests"), tools)
+        memory = MemorySafety(m.number("points", minimum=0), _in_lab(m.string("tests"), lab),
+                              tools)
 
     performance = None
     if "performance" in doc:
@@ -362,6 +375,10 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
             raise p.fail("[performance].comparison must name a comparison of the bench")
         full = p.number("full_credit_ratio", required=False, default=1.2, minimum=1.0)
         review = p.number("review_ratio", required=False, default=10.0, above=1.0)
+        if (lab.root / "solutions").is_dir() and not lab.solution_file.is_file():
+            raise p.fail(f"[performance] is scored against the reference solution, and "
+                         f"solutions/{lab.folder}/{lab.topic}.cu does not exist: add it "
+                         "(python3 -m grader new-lab makes the pair) or remove [performance]")
         performance = Performance(p.number("points", minimum=0),
                                   p.strings("bench_args", required=False), comparison,
                                   _requires(p, groups), full, review)

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cml/buffer.hpp"
+#include "cml/guard_check.hpp"
 
 namespace cml {
 namespace {
@@ -45,7 +46,35 @@ void finish(CompareResult& result, const CompareContext& ctx, std::ostringstream
   result.message = out.str();
 }
 
+// Fails `result` when the arrays differ in length (nothing is compared then); otherwise sets
+// how many elements will be checked.
+bool sizes_differ(std::size_t got, std::size_t expected, const CompareContext& ctx,
+                  CompareResult& result) {
+  if (got == expected) {
+    result.checked = got;
+    return false;
+  }
+  result.ok = false;
+  result.message = ctx.name + " has " + std::to_string(got) + " elements, expected " +
+                   std::to_string(expected);
+  return true;
+}
+
 }  // namespace
+
+CompareResult guard_failure(const std::string& name, const std::string& report,
+                            const std::string& size, std::uint64_t seed,
+                            const std::string& hint) {
+  CompareResult r;
+  if (report.empty()) return r;
+  CompareContext facts;
+  facts.size = size;
+  facts.seed = seed;
+  r.ok = false;
+  r.message = "out-of-bounds write into " + name + ": " + report + " " + run_facts(facts);
+  if (!hint.empty()) r.message += "\nHint: " + hint;
+  return r;
+}
 
 Tolerance float_sum_tolerance(std::size_t terms) {
   Tolerance tol;
@@ -58,14 +87,8 @@ CompareResult compare(const std::vector<float>& got, const std::vector<double>& 
                       const Tolerance& tol, const CompareContext& ctx,
                       const std::vector<double>& scale) {
   CompareResult result;
+  if (sizes_differ(got.size(), expected.size(), ctx, result)) return result;
   std::ostringstream lines;
-  if (got.size() != expected.size()) {
-    result.ok = false;
-    result.message = ctx.name + " has " + std::to_string(got.size()) + " elements, expected " +
-                     std::to_string(expected.size());
-    return result;
-  }
-  result.checked = got.size();
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double g = got[i];
     const double e = expected[i];
@@ -91,14 +114,8 @@ CompareResult compare(const std::vector<float>& got, const std::vector<double>& 
 CompareResult compare_exact(const std::vector<int>& got, const std::vector<int>& expected,
                             const CompareContext& ctx) {
   CompareResult result;
+  if (sizes_differ(got.size(), expected.size(), ctx, result)) return result;
   std::ostringstream lines;
-  if (got.size() != expected.size()) {
-    result.ok = false;
-    result.message = ctx.name + " has " + std::to_string(got.size()) + " elements, expected " +
-                     std::to_string(expected.size());
-    return result;
-  }
-  result.checked = got.size();
   for (std::size_t i = 0; i < got.size(); ++i) {
     if (got[i] == expected[i]) continue;
     ++result.mismatches;

@@ -1,6 +1,6 @@
 """The grader's subcommands: each module has `add_parser(subparsers)` and `run(args) -> int`."""
 
-from . import (batch, check, ci, doctor, expect_fail, grade, integrations, list_labs,
+from . import (batch, check, ci, doctor, expect_fail, grade, integrations, list_labs, new_lab,
                release, skeleton)
 
 COMMANDS = {
@@ -14,4 +14,5 @@ COMMANDS = {
     "batch": batch,
     "release": release,
     "integrations": integrations,
+    "new-lab": new_lab,
 }

@@ -1,4 +1,6 @@
-// Lab NN: topic. Fill in every TODO(labNN).
+// Lab NN: topic. Fill in every TODO(labNN). The handout explains the ideas:
+//   handouts/NN_topic.md
+// and `python3 -m grader check NN` tells you how you are doing.
 #include "cml/check.hpp"
 #include "topic.cuh"
 
@@ -18,7 +20,7 @@ void scale(const float* d_x, float* d_y, int n, float a) {
 }
 
 long long scale_bytes(int n) {
-  // TODO(labNN): Count the bytes read and written.
+  // TODO(labNN): Count the bytes read and written, in 64 bits.
   return 0;
 }
 

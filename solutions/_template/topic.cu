@@ -1,7 +1,10 @@
 // >>>
-// Lab NN reference solution; the skeleton in labs/ is generated from it.
+// Lab NN reference solution. The student skeleton labs/NN_topic/topic.cu is generated from
+// this file (python3 -m grader skeleton --write): never edit the skeleton by hand.
 // === stub
-// // Lab NN: topic. Fill in every TODO(labNN).
+// // Lab NN: topic. Fill in every TODO(labNN). The handout explains the ideas:
+// //   handouts/NN_topic.md
+// // and `python3 -m grader check NN` tells you how you are doing.
 // <<<
 #include "cml/check.hpp"
 #include "topic.cuh"
@@ -25,7 +28,7 @@ void scale(const float* d_x, float* d_y, int n, float a) {
 }
 
 long long scale_bytes(int n) {
-  // >>> TODO(labNN): Count the bytes read and written.
+  // >>> TODO(labNN): Count the bytes read and written, in 64 bits.
   return 2LL * n * static_cast<long long>(sizeof(float));
   // === stub
   // return 0;

@@ -55,13 +55,9 @@ inline cml::CompareResult check_record(dim3 block, std::uint64_t seed) {
   cml::CompareResult result;
   result.checked = static_cast<std::size_t>(n);
   std::ostringstream lines;
-  const std::string guards = d_warp.guard_report() + d_lane.guard_report();
-  if (!guards.empty()) {
-    result.ok = false;
-    result.message = "out-of-bounds write into the warp/lane arrays of a " + shape(block) +
-                     " block: " + guards + "\nHint: thread t writes index t, and t < " +
-                     std::to_string(n) + ".";
-    return result;
+  if (auto bad = record_guards(d_warp.guard_report() + d_lane.guard_report(), block, seed);
+      !bad.ok) {
+    return bad;
   }
   // The hardware's warp number of each thread: warps ordered by their first thread.
   std::set<int> firsts(hw.first.begin(), hw.first.end());

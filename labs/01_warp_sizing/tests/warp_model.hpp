@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "cml/guard_check.hpp"
 #include "warp_sizing.cuh"
 
 namespace lab01_test {
@@ -69,6 +70,18 @@ inline std::string describe(const lab01::WarpCount& c) {
 inline bool same(const lab01::WarpCount& a, const lab01::WarpCount& b) {
   return a.blocks == b.blocks && a.warps == b.warps && a.divergent == b.divergent;
 }
+
+/// A store of record_warp_lanes outside its arrays: `report` is the warp and lane arrays'
+/// guard_report()s together; success when it is empty.
+inline cml::CompareResult record_guards(const std::string& report, dim3 block,
+                                        std::uint64_t seed) {
+  return cml::guard_failure("the warp/lane arrays", report, shape(block) + " block", seed,
+                            "thread t writes index t, and t < " +
+                                std::to_string(threads_of(block)) + ".");
+}
+
+/// Where measure_divergence may store: its two counters.
+inline const char* kCountersGuardHint = "only counts[0] and counts[1] are the kernel's to add to.";
 
 inline const char* kPredictHint =
     "a warp diverges only when its lanes disagree: some pixels inside the image and some "

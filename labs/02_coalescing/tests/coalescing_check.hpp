@@ -11,6 +11,7 @@
 
 #include "cml/buffer.hpp"
 #include "cml/compare.hpp"
+#include "cml/guard_check.hpp"
 #include "cml/random.hpp"
 #include "coalescing.cuh"
 
@@ -142,14 +143,9 @@ inline cml::CompareResult check_scale(
   ctx.size = size_text(rows, cols);
   ctx.seed = seed;
   ctx.hint = hint;
-  if (const std::string guard = d_out.guard_report(); !guard.empty()) {
-    cml::CompareResult bad;
-    bad.ok = false;
-    bad.message = "out-of-bounds write into out: " + guard + " (size " + ctx.size + ", seed " +
-                  std::to_string(seed) + ")\nHint: threads whose element is outside the matrix "
-                  "must not store.";
-    return bad;
-  }
+  const auto bad =
+      cml::check_guards(d_out, ctx, "threads whose element is outside the matrix must not store.");
+  if (!bad.ok) return bad;
   std::vector<double> expected(count);
   for (std::size_t i = 0; i < count; ++i) expected[i] = static_cast<double>(factor) * in[i];
   return cml::compare(out, expected, cml::Tolerance{1e-6, 0.0}, ctx);

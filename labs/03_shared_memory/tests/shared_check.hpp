@@ -13,6 +13,7 @@
 
 #include "cml/buffer.hpp"
 #include "cml/compare.hpp"
+#include "cml/guard_check.hpp"
 #include "cml/random.hpp"
 #include "shared_memory.cuh"
 
@@ -78,11 +79,8 @@ inline cml::CompareResult failure(const std::string& message) {
 template <class T>
 cml::CompareResult guards_ok(const cml::DeviceBuffer<T>& buffer, const std::string& name,
                              const std::string& size, std::uint64_t seed) {
-  const std::string guard = buffer.guard_report();
-  if (guard.empty()) return {};
-  return failure("out-of-bounds write into " + name + ": " + guard + " (size " + size +
-                 ", seed " + std::to_string(seed) + ")\nHint: a thread wrote past the array; "
-                 "loop bounds must stop at n.");
+  return cml::check_guards(buffer, name, size, seed,
+                           "a thread wrote past the array; loop bounds must stop at n.");
 }
 
 /// Reverses n random ints in place with `reverse` and checks the result.

@@ -1,13 +1,12 @@
-// Runs one I×J×K matrix product on the GPU and checks it against the CPU reference: fresh
-// random inputs from the run's seed, a poisoned output, a double-precision reference, and a
-// report that says which tiles hold the wrong elements, so a kernel that only works for
-// multiples of the tile is told to look at its edge tiles.
+// Runs one I×J×K matrix product through the shared matrix-product check
+// (cml/matmul_check.hpp): fresh random inputs from the run's seed, a poisoned output, a
+// double-precision reference; then a report that says which tiles hold the wrong elements,
+// so a kernel that only works for multiples of the tile is told to look at its edge tiles.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -16,8 +15,8 @@
 #include "boundary_checks.cuh"
 #include "cml/buffer.hpp"
 #include "cml/compare.hpp"
+#include "cml/matmul_check.hpp"
 #include "cml/matmul_ref.hpp"
-#include "cml/random.hpp"
 
 namespace lab05_test {
 
@@ -75,13 +74,22 @@ inline std::size_t reach_past_end(int row_length) {
   return 64 * (static_cast<std::size_t>(row_length) + 1);
 }
 
+/// The shape as the shared check (cml/matmul_check.hpp) takes it.
+inline cml::MatmulProblem problem(const Shape& s) {
+  cml::MatmulProblem p;
+  p.rows = s.rows;
+  p.inner = s.inner;
+  p.cols = s.cols;
+  p.size = s.text();
+  return p;
+}
+
 /// A and B for one shape, derived from `seed` (different for every shape).
 inline std::pair<std::vector<float>, std::vector<float>> make_inputs(const Shape& s,
                                                                      std::uint64_t seed) {
   const std::uint64_t tag = (static_cast<std::uint64_t>(s.rows) * 100'003u + s.inner) *
                                 100'019u + static_cast<std::uint64_t>(s.cols);
-  return {cml::random_floats(s.a_count(), cml::derive_seed(seed, 2 * tag)),
-          cml::random_floats(s.b_count(), cml::derive_seed(seed, 2 * tag + 1))};
+  return cml::matmul_inputs(problem(s), seed, tag);
 }
 
 /// Says where the wrong elements of `got` lie relative to the tiles of C, A and B, and what
@@ -216,47 +224,24 @@ inline cml::CompareResult check_product(const Matmul& matmul, const std::vector<
                                         std::size_t check_rows = 0,
                                         Padding padding = Padding::generous) {
   const bool pad = padding == Padding::generous;
-  const std::size_t tail_a = pad ? reach_past_end(s.inner) : 0;
-  const std::size_t tail_b = pad ? reach_past_end(s.cols) : 0;
-  const std::size_t guard_c = pad ? reach_past_end(s.cols) * sizeof(float) : 0;
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> h_a(a), h_b(b);
-  h_a.resize(s.a_count() + tail_a, nan);
-  h_b.resize(s.b_count() + tail_b, nan);
-  cml::DeviceBuffer<float> d_a(h_a.size()), d_b(h_b.size()), d_c(s.c_count(), guard_c);
-  d_a.upload(h_a);
-  d_b.upload(h_b);
-  d_c.poison();
-  const cml::LaunchCounter launches;
-  matmul(d_a.data(), d_b.data(), d_c.data(), s);
-  if (auto k = cml::require_kernel(launches, "the matrix product"); !k.ok) return k;
-  const std::vector<float> c = d_c.download();
-
-  cml::CompareContext ctx;
-  ctx.name = "C";
-  ctx.cols = static_cast<std::size_t>(s.cols);
-  ctx.size = s.text();
-  ctx.seed = seed;
-  ctx.hint = hint;
-  std::vector<std::size_t> rows;
-  if (check_rows > 0) rows = cml::sample_rows(static_cast<std::size_t>(s.rows), check_rows);
-  const auto ref = cml::matmul_reference(a, b, s.rows, s.inner, s.cols, rows);
-  ctx.row_labels = rows;
-  const std::vector<float> got = rows.empty() ? c : cml::gather_rows(c, s.cols, rows);
-  const auto tol = cml::float_sum_tolerance(static_cast<std::size_t>(s.inner));
-  cml::CompareResult result = cml::compare(got, ref.value, tol, ctx, ref.magnitude);
-
-  const std::string guard = d_c.guard_report();
-  if (!guard.empty()) {
-    result.ok = false;
-    result.message = "out-of-bounds write into C: " + guard + " (size " + ctx.size + ", seed " +
-                     std::to_string(seed) +
-                     ")\nHint: a thread of an edge tile stored outside C; test row < I && "
-                     "col < K before the store.\n" +
-                     result.message;
+  cml::MatmulProblem p = problem(s);
+  p.seed = seed;
+  p.hint = hint;
+  p.guard_hint = "a thread of an edge tile stored outside C; test row < I && col < K before "
+                 "the store.";
+  p.check_rows = check_rows;
+  p.a_tail = pad ? reach_past_end(s.inner) : 0;
+  p.b_tail = pad ? reach_past_end(s.cols) : 0;
+  p.c_guard_bytes = pad ? reach_past_end(s.cols) * sizeof(float) : 0;
+  const auto product = [&](const float* d_a, const float* d_b, float* d_c) {
+    matmul(d_a, d_b, d_c, s);
+  };
+  cml::MatmulCheck c = cml::check_matmul(product, a, b, p);
+  if (!c.result.ok && !c.got.empty()) {
+    c.result.message +=
+        edge_report(s, lab05::kTile, c.got, c.reference, c.rows, c.tolerance, pad);
   }
-  if (!result.ok) result.message += edge_report(s, lab05::kTile, got, ref, rows, tol, pad);
-  return result;
+  return c.result;
 }
 
 /// make_inputs() then check_product().

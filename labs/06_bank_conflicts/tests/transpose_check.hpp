@@ -11,6 +11,7 @@
 
 #include "cml/buffer.hpp"
 #include "cml/compare.hpp"
+#include "cml/guard_check.hpp"
 #include "cml/random.hpp"
 
 namespace lab06_test {
@@ -41,15 +42,10 @@ inline cml::CompareResult check_transpose_of(const Transpose& transpose,
   ctx.size = shape(rows, cols);
   ctx.seed = seed;
   ctx.hint = hint;
-  if (const std::string guard = d_out.guard_report(); !guard.empty()) {
-    cml::CompareResult bad;
-    bad.ok = false;
-    bad.message = "out-of-bounds write into out: " + guard + " (size " + ctx.size + ", seed " +
-                  std::to_string(seed) +
-                  ")\nHint: an edge tile is partial; test the output row against cols and the "
-                  "output column against rows before storing.";
-    return bad;
-  }
+  const auto bad = cml::check_guards(d_out, ctx, "an edge tile is partial; test the output row "
+                                     "against cols and the output column against rows before "
+                                     "storing.");
+  if (!bad.ok) return bad;
   std::vector<double> expected(count);
   for (int r = 0; r < rows; ++r) {
     for (int c = 0; c < cols; ++c) {

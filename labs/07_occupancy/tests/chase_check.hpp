@@ -11,6 +11,7 @@
 
 #include "cml/buffer.hpp"
 #include "cml/compare.hpp"
+#include "cml/guard_check.hpp"
 #include "cml/random.hpp"
 #include "occupancy.cuh"
 
@@ -50,14 +51,9 @@ inline cml::CompareResult check_chase(const Chase& chase, int lines_log2, int wa
              ", lines=" + std::to_string(lines);
   ctx.seed = seed;
   ctx.hint = hint;
-  if (const std::string guard = d_out.guard_report(); !guard.empty()) {
-    cml::CompareResult bad;
-    bad.ok = false;
-    bad.message = "out-of-bounds write into out: " + guard + " (" + ctx.size + ", seed " +
-                  std::to_string(seed) + ")\nHint: launch exactly enough blocks for the warps; "
-                  "chase_warp returns for warps past params.warps.";
-    return bad;
-  }
+  const auto bad = cml::check_guards(d_out, ctx, "launch exactly enough blocks for the warps; "
+                                     "chase_warp returns for warps past params.warps.");
+  if (!bad.ok) return bad;
   const auto want = lab07::chase_reference(table, params, 0, warps);
   return cml::compare_exact(as_ints(got), as_ints(want), ctx);
 }

@@ -1,32 +1,34 @@
-// Lab NN public tests: the prediction on the CPU, the kernel on the GPU.
-#include <vector>
-
-#include "cml/buffer.hpp"
-#include "cml/random.hpp"
+// Lab NN public tests: the prediction on the CPU (graded without a GPU), the kernel on the
+// GPU against the CPU. Every failure says what was run (size, seed), what came out, what was
+// expected, and where to look: CHECKs carry an INFO with the inputs and the hint, GPU
+// results go through cml::compare and CML_REQUIRE_MATCH.
 #include "cml/testing.hpp"
+#include "scale_check.hpp"
 #include "topic.cuh"
 
+using labNN_test::check_scale;
+using labNN_test::kScaleHint;
+
 TEST_CASE("scale moves one float in and one out per element", "[labNN][host][model]") {
-  CHECK(labNN::scale_bytes(1) == 8);
-  CHECK(labNN::scale_bytes(1000) == 8000);
+  INFO("Hint: scale reads x[i] once and writes y[i] once: 2 * sizeof(float) bytes per "
+       "element. Multiply in 64 bits (n * 8 overflows an int past 268 million).");
+  for (int n : {1, 1000, 1 << 20, 1 << 30}) {
+    INFO("scale_bytes(" << n << ")");
+    CHECK(labNN::scale_bytes(n) == 8LL * n);
+  }
+}
+
+TEST_CASE("The given baseline matches the CPU", "[labNN][gpu][given]") {
+  const auto seed = cml::test_seed();
+  for (int n : {1, 255, 256, 100003}) {
+    CML_REQUIRE_MATCH(check_scale(labNN::scale_baseline, n, 2.5f, seed,
+                                  "the baseline is given code"));
+  }
 }
 
 TEST_CASE("scale matches the CPU at awkward sizes", "[labNN][gpu][kernel]") {
   const auto seed = cml::test_seed();
-  for (int n : {1, 31, 32, 33, 1000, 1 << 20}) {
-    const auto x = cml::random_floats(n, cml::derive_seed(seed, n));
-    cml::DeviceBuffer<float> d_x(n), d_y(n, 1024);
-    d_x.upload(x);
-    d_y.poison();
-    labNN::scale(d_x.data(), d_y.data(), n, 3.0f);
-    std::vector<double> expected(x.begin(), x.end());
-    for (auto& e : expected) e *= 3.0;
-    cml::CompareContext ctx;
-    ctx.name = "y";
-    ctx.size = "n=" + std::to_string(n);
-    ctx.seed = seed;
-    ctx.hint = "one thread per element; guard the tail with i < n.";
-    CML_REQUIRE_MATCH(cml::compare(d_y.download(), expected, {}, ctx));
-    REQUIRE(d_y.guard_report().empty());
+  for (int n : {1, 31, 32, 33, 255, 257, 1000, 1 << 20}) {
+    CML_REQUIRE_MATCH(check_scale(labNN::scale, n, 3.0f, seed, kScaleHint));
   }
 }

@@ -119,8 +119,8 @@ TEST_CASE("Recorded warps and lanes are right for random 3-D blocks",
     lab01::record_warp_lanes(block, d_warp.data(), d_lane.data());
     const auto warp = d_warp.download();
     const auto lane = d_lane.download();
-    REQUIRE(d_warp.guard_report().empty());
-    REQUIRE(d_lane.guard_report().empty());
+    CML_REQUIRE_MATCH(
+        lab01_test::record_guards(d_warp.guard_report() + d_lane.guard_report(), block, seed));
     for (int t = 0; t < n; ++t) {
       const int w = t / 32, l = t % 32;
       if (warp[t] != w || lane[t] != l) {
@@ -155,7 +155,8 @@ TEST_CASE("Warp votes count divergent warps of random and large images",
                  << " blocks (seed " << seed << "): the GPU counted " << got[0] << " warps, "
                  << got[1] << " divergent; by hand " << want.warps << " warps, "
                  << want.divergent << " divergent");
-    REQUIRE(d_counts.guard_report().empty());
+    CML_REQUIRE_MATCH(
+        cml::check_guards(d_counts, "the two counters", "", seed, lab01_test::kCountersGuardHint));
     REQUIRE(got[lab01::kWarpsSeen] == want.warps);
     REQUIRE(got[lab01::kDivergentSeen] == want.divergent);
   }
