@@ -71,6 +71,26 @@ inline bool same(const lab01::WarpCount& a, const lab01::WarpCount& b) {
   return a.blocks == b.blocks && a.warps == b.warps && a.divergent == b.divergent;
 }
 
+/// lab01::warp_lane for every thread of `block` against reference_warp_lane: empty when all
+/// agree, else what the first wrong thread got and should have got (`facts`, e.g. the seed,
+/// follows the block's shape).
+inline std::string wrong_warp_lane(dim3 block, const std::string& facts = "") {
+  for (unsigned z = 0; z < block.z; ++z)
+    for (unsigned y = 0; y < block.y; ++y)
+      for (unsigned x = 0; x < block.x; ++x) {
+        const auto want = reference_warp_lane(dim3(x, y, z), block);
+        const auto got = lab01::warp_lane(dim3(x, y, z), block);
+        if (got.warp != want.warp || got.lane != want.lane) {
+          std::ostringstream out;
+          out << "thread (" << x << "," << y << "," << z << ") of a " << shape(block)
+              << " block" << facts << ": expected warp " << want.warp << ", lane " << want.lane
+              << "; got warp " << got.warp << ", lane " << got.lane;
+          return out.str();
+        }
+      }
+  return {};
+}
+
 /// A store of record_warp_lanes outside its arrays: `report` is the warp and lane arrays'
 /// guard_report()s together; success when it is empty.
 inline cml::CompareResult record_guards(const std::string& report, dim3 block,
