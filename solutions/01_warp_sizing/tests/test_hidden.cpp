@@ -104,14 +104,10 @@ TEST_CASE("Recorded warps and lanes are right for random 3-D blocks",
   for (int i = 0; i < 12; ++i) {
     const dim3 block = random_block(seed, 100 + i, true);
     const int n = lab01_test::threads_of(block);
-    cml::DeviceBuffer<int> d_warp(n, 256), d_lane(n, 256);
-    d_warp.poison();
-    d_lane.poison();
-    lab01::record_warp_lanes(block, d_warp.data(), d_lane.data());
-    const auto warp = d_warp.download();
-    const auto lane = d_lane.download();
-    CML_REQUIRE_MATCH(
-        lab01_test::record_guards(d_warp.guard_report() + d_lane.guard_report(), block, seed));
+    const lab01_test::Recorded recorded = lab01_test::record(block, seed);
+    CML_REQUIRE_MATCH(recorded.guards);
+    const std::vector<int>& warp = recorded.warp;
+    const std::vector<int>& lane = recorded.lane;
     for (int t = 0; t < n; ++t) {
       const int w = t / 32, l = t % 32;
       if (warp[t] != w || lane[t] != l) {
