@@ -1,6 +1,7 @@
 // The shared GPU check of a matrix product (cml/matmul_check.hpp).
 #include "cml/matmul_check.hpp"
 
+#include <cstring>
 #include <limits>
 
 #include "cml/buffer.hpp"
@@ -61,6 +62,33 @@ MatmulCheck check_matmul(const DeviceProduct& product, const std::vector<float>&
     out.result.message = guard.message + "\n" + out.result.message;
   }
   return out;
+}
+
+CompareResult check_matmul_repeatable(const DeviceProduct& product, const std::vector<float>& a,
+                                      const std::vector<float>& b, const MatmulProblem& p,
+                                      int runs) {
+  DeviceBuffer<float> d_a(a.size()), d_b(b.size()), d_c(count_of(p.rows, p.cols));
+  d_a.upload(a);
+  d_b.upload(b);
+  CompareResult result;
+  std::vector<float> first;
+  for (int run = 0; run < runs; ++run) {
+    d_c.poison();
+    product(d_a.data(), d_b.data(), d_c.data());
+    const std::vector<float> c = d_c.download();
+    ++result.checked;
+    if (run == 0) {
+      first = c;
+    } else if (std::memcmp(first.data(), c.data(), c.size() * sizeof(float)) != 0) {
+      result.ok = false;
+      result.mismatches = 1;
+      result.message = "run " + std::to_string(run) + " of the same product differs from run 0 "
+                       "(size " + p.size + ", seed " + std::to_string(p.seed) + ")";
+      if (!p.hint.empty()) result.message += "\nHint: " + p.hint;
+      break;
+    }
+  }
+  return result;
 }
 
 }  // namespace cml

@@ -44,21 +44,15 @@ inline std::string hex(unsigned mask) {
 /// one warp must be exactly those __activemask() reports running together.
 inline cml::CompareResult check_record(dim3 block, std::uint64_t seed) {
   const int n = threads_of(block);
-  cml::DeviceBuffer<int> d_warp(n, 1024), d_lane(n, 1024);
-  d_warp.poison();
-  d_lane.poison();
-  lab01::record_warp_lanes(block, d_warp.data(), d_lane.data());
-  const auto warp = d_warp.download();
-  const auto lane = d_lane.download();
+  const Recorded recorded = record(block, seed);
+  if (!recorded.guards.ok) return recorded.guards;
+  const std::vector<int>& warp = recorded.warp;
+  const std::vector<int>& lane = recorded.lane;
   const HardwareWarps hw = probe_hardware(block);
 
   cml::CompareResult result;
   result.checked = static_cast<std::size_t>(n);
   std::ostringstream lines;
-  if (auto bad = record_guards(d_warp.guard_report() + d_lane.guard_report(), block, seed);
-      !bad.ok) {
-    return bad;
-  }
   // The hardware's warp number of each thread: warps ordered by their first thread.
   std::set<int> firsts(hw.first.begin(), hw.first.end());
   std::map<int, int> warp_of_first;

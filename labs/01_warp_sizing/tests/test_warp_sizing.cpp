@@ -144,18 +144,8 @@ TEST_CASE("A thread's warp and lane follow its linear index, x fastest, then y, 
   check(dim3(0, 0, 2), dim3(7, 3, 3), 1, 10);
   // Every thread of a few shapes.
   for (dim3 block : {dim3(48), dim3(16, 16), dim3(10, 20), dim3(5, 3, 7), dim3(1, 1, 64)}) {
-    for (unsigned z = 0; z < block.z; ++z)
-      for (unsigned y = 0; y < block.y; ++y)
-        for (unsigned x = 0; x < block.x; ++x) {
-          const auto want = lab01_test::reference_warp_lane(dim3(x, y, z), block);
-          const auto got = lab01::warp_lane(dim3(x, y, z), block);
-          if (got.warp != want.warp || got.lane != want.lane) {
-            FAIL("thread (" << x << "," << y << "," << z << ") of a "
-                            << lab01_test::shape(block) << " block: expected warp "
-                            << want.warp << ", lane " << want.lane << "; got warp "
-                            << got.warp << ", lane " << got.lane);
-          }
-        }
+    const std::string wrong = lab01_test::wrong_warp_lane(block);
+    if (!wrong.empty()) FAIL(wrong);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cml/guard_check.hpp"
 #include "warp_sizing.cuh"
@@ -71,13 +72,47 @@ inline bool same(const lab01::WarpCount& a, const lab01::WarpCount& b) {
   return a.blocks == b.blocks && a.warps == b.warps && a.divergent == b.divergent;
 }
 
-/// A store of record_warp_lanes outside its arrays: `report` is the warp and lane arrays'
-/// guard_report()s together; success when it is empty.
-inline cml::CompareResult record_guards(const std::string& report, dim3 block,
-                                        std::uint64_t seed) {
-  return cml::guard_failure("the warp/lane arrays", report, shape(block) + " block", seed,
-                            "thread t writes index t, and t < " +
-                                std::to_string(threads_of(block)) + ".");
+/// lab01::warp_lane for every thread of `block` against reference_warp_lane: empty when all
+/// agree, else what the first wrong thread got and should have got (`facts`, e.g. the seed,
+/// follows the block's shape).
+inline std::string wrong_warp_lane(dim3 block, const std::string& facts = "") {
+  for (unsigned z = 0; z < block.z; ++z)
+    for (unsigned y = 0; y < block.y; ++y)
+      for (unsigned x = 0; x < block.x; ++x) {
+        const auto want = reference_warp_lane(dim3(x, y, z), block);
+        const auto got = lab01::warp_lane(dim3(x, y, z), block);
+        if (got.warp != want.warp || got.lane != want.lane) {
+          std::ostringstream out;
+          out << "thread (" << x << "," << y << "," << z << ") of a " << shape(block)
+              << " block" << facts << ": expected warp " << want.warp << ", lane " << want.lane
+              << "; got warp " << got.warp << ", lane " << got.lane;
+          return out.str();
+        }
+      }
+  return {};
+}
+
+/// What lab01::record_warp_lanes wrote for one block: each thread's warp and lane, and the
+/// failure for a store outside the two arrays (ok when there was none).
+struct Recorded {
+  std::vector<int> warp;
+  std::vector<int> lane;
+  cml::CompareResult guards;
+};
+
+/// Runs lab01::record_warp_lanes on one block into poisoned arrays inside guard zones.
+inline Recorded record(dim3 block, std::uint64_t seed) {
+  const int n = threads_of(block);
+  cml::DeviceBuffer<int> d_warp(n, 1024), d_lane(n, 1024);
+  d_warp.poison();
+  d_lane.poison();
+  lab01::record_warp_lanes(block, d_warp.data(), d_lane.data());
+  Recorded r{d_warp.download(), d_lane.download(), {}};
+  r.guards = cml::guard_failure("the warp/lane arrays",
+                                d_warp.guard_report() + d_lane.guard_report(),
+                                shape(block) + " block", seed,
+                                "thread t writes index t, and t < " + std::to_string(n) + ".");
+  return r;
 }
 
 /// Where measure_divergence may store: its two counters.

@@ -40,18 +40,9 @@ TEST_CASE("Warp and lane are right for every thread of random 3-D blocks",
   const auto seed = cml::test_seed();
   for (int i = 0; i < 20; ++i) {
     const dim3 block = random_block(seed, i, true);
-    for (unsigned z = 0; z < block.z; ++z)
-      for (unsigned y = 0; y < block.y; ++y)
-        for (unsigned x = 0; x < block.x; ++x) {
-          const auto want = lab01_test::reference_warp_lane(dim3(x, y, z), block);
-          const auto got = lab01::warp_lane(dim3(x, y, z), block);
-          if (got.warp != want.warp || got.lane != want.lane) {
-            FAIL("thread (" << x << "," << y << "," << z << ") of a "
-                            << lab01_test::shape(block) << " block (seed " << seed
-                            << "): expected warp " << want.warp << ", lane " << want.lane
-                            << "; got warp " << got.warp << ", lane " << got.lane);
-          }
-        }
+    const std::string wrong =
+        lab01_test::wrong_warp_lane(block, " (seed " + std::to_string(seed) + ")");
+    if (!wrong.empty()) FAIL(wrong);
   }
 }
 
@@ -113,14 +104,10 @@ TEST_CASE("Recorded warps and lanes are right for random 3-D blocks",
   for (int i = 0; i < 12; ++i) {
     const dim3 block = random_block(seed, 100 + i, true);
     const int n = lab01_test::threads_of(block);
-    cml::DeviceBuffer<int> d_warp(n, 256), d_lane(n, 256);
-    d_warp.poison();
-    d_lane.poison();
-    lab01::record_warp_lanes(block, d_warp.data(), d_lane.data());
-    const auto warp = d_warp.download();
-    const auto lane = d_lane.download();
-    CML_REQUIRE_MATCH(
-        lab01_test::record_guards(d_warp.guard_report() + d_lane.guard_report(), block, seed));
+    const lab01_test::Recorded recorded = lab01_test::record(block, seed);
+    CML_REQUIRE_MATCH(recorded.guards);
+    const std::vector<int>& warp = recorded.warp;
+    const std::vector<int>& lane = recorded.lane;
     for (int t = 0; t < n; ++t) {
       const int w = t / 32, l = t % 32;
       if (warp[t] != w || lane[t] != l) {

@@ -44,21 +44,15 @@ TEST_CASE("Threads with no element of C still load for their neighbours",
 TEST_CASE("Repeated products at an edge size are bit-identical", "[lab05][gpu][hidden][square]") {
   // A missing barrier shows up as results that change from run to run.
   const int n = 1000;
-  const auto [a, b] = lab05_test::make_inputs(lab05_test::square(n), cml::test_seed());
-  const std::size_t count = static_cast<std::size_t>(n) * n;
-  cml::DeviceBuffer<float> d_a(count), d_b(count), d_c(count);
-  d_a.upload(a);
-  d_b.upload(b);
-  lab05::matmul_square(d_a.data(), d_b.data(), d_c.data(), n);
-  const auto first = d_c.download();
-  for (int run = 1; run < 5; ++run) {
-    d_c.poison();
-    lab05::matmul_square(d_a.data(), d_b.data(), d_c.data(), n);
-    const auto again = d_c.download();
-    INFO("run " << run << " differs from run 0: a race between loading and using the tiles "
-                          "(is a __syncthreads() missing, or skipped by some threads?)");
-    REQUIRE(std::memcmp(first.data(), again.data(), count * sizeof(float)) == 0);
-  }
+  cml::MatmulProblem p = lab05_test::problem(lab05_test::square(n));
+  p.seed = cml::test_seed();
+  p.hint = "a race between loading and using the tiles (is a __syncthreads() missing, or "
+           "skipped by some threads?)";
+  const auto [a, b] = lab05_test::make_inputs(lab05_test::square(n), p.seed);
+  const auto product = [n](const float* d_a, const float* d_b, float* d_c) {
+    lab05::matmul_square(d_a, d_b, d_c, n);
+  };
+  CML_REQUIRE_MATCH(cml::check_matmul_repeatable(product, a, b, p));
 }
 
 TEST_CASE("The square kernel handles more sizes around the tile", "[lab05][gpu][hidden][square]") {
