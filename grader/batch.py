@@ -38,7 +38,8 @@ from typing import Callable
 
 from . import pipeline, sandbox, workspace
 from .paths import ROOT, LabPaths, find_lab
-from .result import CRASHED, ERROR, FAILED, TIMEOUT, GradeResult
+from .result import (BUILD_TIMEOUT, COMPILE_ERROR, CRASHED, ERROR, FAILED, GRADER_ERROR,
+                     NO_SUBMISSION, NOT_CONFIGURED, STATIC_VIOLATION, TIMEOUT, GradeResult)
 from .rubric import RubricError, load_rubric
 
 PLAN_SCHEMA = "cml-batch/1"
@@ -208,26 +209,34 @@ def grader_fingerprint(plan: Plan) -> str:
 
 def grading_modules(package: Path, start: str = "pipeline") -> list[Path]:
     """The grader's modules that grading runs: `pipeline` and what it imports, followed
-    through the package (not the commands, exports, batch or release)."""
-    seen: set[str] = set()
-    todo = [start]
+    through the package and its subpackages (grader/stages/), not the commands, exports,
+    batch or release."""
+    seen: set[Path] = set()
+    todo = [start]  # dotted names relative to the package, e.g. "stages.lab"
     while todo:
         name = todo.pop()
-        path = package / f"{name}.py"
-        if name in seen or not path.is_file():
+        base = package.joinpath(*name.split("."))
+        path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+        if path in seen or not path.is_file():
             continue
-        seen.add(name)
+        seen.add(path)
         try:
             tree = ast.parse(path.read_text())
         except (OSError, SyntaxError):
             continue
+        here = name.split(".")[:-1] if path.name != "__init__.py" else name.split(".")
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                if node.module:
-                    todo.append(node.module.split(".")[0])
-                else:
-                    todo += [alias.name for alias in node.names]
-    return sorted(package / f"{name}.py" for name in seen)
+            if not isinstance(node, ast.ImportFrom) or node.level == 0:
+                continue
+            parent = here[:len(here) - (node.level - 1)] if node.level > 1 else here
+            if node.level - 1 > len(here):
+                continue  # outside the package
+            prefix = ".".join(parent + ([node.module] if node.module else []))
+            todo += [f"{prefix}.{alias.name}" if prefix else alias.name
+                     for alias in node.names]
+            if node.module:
+                todo.append(prefix)
+    return sorted(seen)
 
 
 def student_files(plan: Plan) -> list[str]:
@@ -281,8 +290,9 @@ def pipeline_announces_stages() -> bool:
     """The pipeline has no GPU-stage hook; it announces each stage through its progress
     callback, which is where the lock is taken. True when its messages are the ones the
     patterns above expect (otherwise a task holds the lock for its whole grade)."""
+    from .stages import build, measure, tests
     try:
-        text = inspect.getsource(pipeline)
+        text = "".join(inspect.getsource(m) for m in (build, measure, tests))
     except (OSError, TypeError):
         return False
     return all(s in text for s in ('running {layer} tests', ': compute-sanitizer"',
@@ -363,11 +373,6 @@ def _on_alarm(signum, _frame) -> None:
     raise pipeline.Interrupted("the wall-clock limit per submission was reached")
 
 
-def _on_signal(signum, _frame) -> None:
-    sandbox.kill_all()
-    raise pipeline.Interrupted(f"signal {signum}")
-
-
 def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: bool = False,
              log: Callable[[str], None] | None = None) -> Stamp | None:
     """Grades submission `index` of the plan in `out_dir`; None when it was already current.
@@ -403,8 +408,8 @@ def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: boo
     result = pipeline.new_result(opts)
     status = GRADED
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)}
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, pipeline.interrupt_handler)
+    signal.signal(signal.SIGTERM, pipeline.interrupt_handler)
     signal.signal(signal.SIGALRM, _on_alarm)
     start = time.monotonic()
     try:
@@ -421,7 +426,7 @@ def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: boo
             f"stopped: grading took longer than the batch's limit of {plan.timeout:g} s"
             if timed_out else f"interrupted ({why}); the results are incomplete")
     except Exception as err:  # noqa: BLE001  the grader's own failure, recorded
-        result.errors.append(f"the grader failed: {type(err).__name__}: {err}")
+        result.errors.append(pipeline.grader_failed(err))
         status = GRADER_ERROR
     finally:
         signal.alarm(0)
@@ -626,16 +631,18 @@ def failure_kind(result: GradeResult, lab_name: str, stamp: Stamp | None) -> str
         return "timeout"
     if lab is None:
         return "grader error"
-    if any(lab_name in e and "grader failed" in e for e in result.errors):
+    if lab.failure in (GRADER_ERROR, NOT_CONFIGURED):
         return "grader error"
-    parts = {p.kind: p for p in lab.parts}
-    build = parts.get("build")
-    if lab.build.get("timed_out") or any(t.status == TIMEOUT for t in lab.tests):
+    if lab.failure == BUILD_TIMEOUT or any(t.status == TIMEOUT for t in lab.tests):
         return "timeout"
-    if build is not None and build.reason:
-        return "no submission" if build.reason.startswith("No submission") else "compile error"
-    static = parts.get("static")
-    if static is not None and static.reason:
+    kinds = {NO_SUBMISSION: "no submission", COMPILE_ERROR: "compile error",
+             STATIC_VIOLATION: "static violation"}
+    if lab.failure in kinds:
+        return kinds[lab.failure]
+    parts = {p.kind: p for p in lab.parts}  # a result.json written before `failure` existed
+    if lab.failure is None and parts.get("build") is not None and parts["build"].reason:
+        return "compile error"
+    if lab.failure is None and parts.get("static") is not None and parts["static"].reason:
         return "static violation"
     if any(t.status in (CRASHED, ERROR) for t in lab.tests):
         return "crash"

@@ -20,7 +20,7 @@ import math
 import re
 from typing import Any, Iterable
 
-from ..result import GradeResult, LabResult
+from ..result import BenchSummary, GradeResult, LabResult
 from . import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points, lab_number,
                lab_reason, part_outcome, part_reason, test_counts, test_outcome, timing_summary)
 
@@ -349,10 +349,9 @@ def strip_chart(rows: list[tuple[str, list[float], list[float]]]) -> str:
 def bench_side(lab: LabResult, side: str) -> dict[str, Any]:
     """The `cases` (list) and `metrics` (dict) of one side ("student" or "reference") of
     a lab's bench, from lab.timing[side]; empty when the pipeline did not keep them."""
-    t = lab.timing or {}
-    d = t.get(side) if isinstance(t.get(side), dict) else {}
-    cases = d.get("cases") if isinstance(d.get("cases"), list) else []
-    metrics = d.get("metrics") if isinstance(d.get("metrics"), dict) else {}
+    d = getattr(lab.timing, side, None)
+    cases = d.cases if d is not None and isinstance(d.cases, list) else []
+    metrics = d.metrics if d is not None and isinstance(d.metrics, dict) else {}
     return {"cases": [c for c in cases if isinstance(c, dict)], "metrics": metrics}
 
 
@@ -377,10 +376,10 @@ def _metric_points(metrics: dict, pattern: str) -> list[tuple[float, float]]:
     return sorted(pts)
 
 
-def _samples(side: Any) -> list[float]:
-    if not isinstance(side, dict):
+def _samples(side: BenchSummary | None) -> list[float]:
+    if side is None:
         return []
-    speedup = side.get("speedup")
+    speedup = side.speedup
     samples = speedup.get("samples") if isinstance(speedup, dict) else None
     return [float(v) for v in samples or [] if _num(v) is not None]
 
@@ -520,7 +519,7 @@ def _lab_section(lab: LabResult) -> list[str]:
                        + (f' <span class="why">— {esc(note)}</span>' if note else "")
                        + "</li>")
         out.append("</ul></details>")
-    errors = lab.build.get("errors") if isinstance(lab.build, dict) else None
+    errors = lab.build.errors if lab.build is not None else None
     if errors:
         out.append("<details open><summary>Compiler errors</summary><pre>"
                    + esc("\n".join(str(e) for e in errors[:30])) + "</pre></details>")
@@ -553,8 +552,8 @@ def to_html(result: GradeResult) -> str:
                    timing_summary(lab)["reference_speedup"]) for lab in result.labs
                   if timing_summary(lab)["speedup"] is not None
                   or timing_summary(lab)["reference_speedup"] is not None]
-    strip_rows = [(f"Lab {lab_number(lab)}", _samples((lab.timing or {}).get("student")),
-                   _samples((lab.timing or {}).get("reference"))) for lab in result.labs]
+    strip_rows = [(f"Lab {lab_number(lab)}", _samples(getattr(lab.timing, "student", None)),
+                   _samples(getattr(lab.timing, "reference", None))) for lab in result.labs]
     strip_rows = [r for r in strip_rows if r[1] or r[2]]
     if speed_rows or strip_rows:
         out += ["<h2>Speed</h2>", '<div class="plots">']

@@ -1,4 +1,4 @@
-"""measure.performance() on bench documents of schema cml-bench/2: the harness's verdicts on
+"""measure.performance() and scoring.performance_part() on bench documents of schema cml-bench/2: the harness's verdicts on
 the scored comparison (whole-output verification, launches per call, determinism, the
 host-time review flag) decide the speed part before any speed is scored.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
 
-from grader import measure, parsers
+from grader import measure, parsers, scoring
 from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import Performance
 
@@ -51,8 +51,10 @@ class PerformanceTest(unittest.TestCase):
             self.assertEqual(trusted, binary.name == "lab04_bench_solution")
             return copy.deepcopy(docs[binary.name]), "", None
 
+        perf = self.rubric.performance
         with mock.patch.object(measure, "run_bench", fake_run):
-            return measure.performance(self.rubric, self.ctx, set(groups))
+            runs = measure.performance(perf, self.ctx)
+        return scoring.performance_part(perf, runs, set(groups)), runs.timing
 
     def test_all_verified_is_scored(self):
         part, timing = self.grade(load("verified.json"))
