@@ -56,7 +56,5 @@ def grade_lab(job: LabJob, lab_result: LabResult) -> None:
     if not job.has_gpu:
         lab_result.parts += scoring.not_graded_parts(rubric, job.why_no_gpu)
         return
-    measured = measure.run(job, place, tested, scored.full_groups)
-    lab_result.parts += measured.parts
-    lab_result.timing = measured.timing
+    measure.run(job, place, tested, scored.full_groups, lab_result)
 

@@ -6,21 +6,12 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Iterator
 
 from .. import measure, scoring
-from ..result import PartResult, Timing
+from ..result import LabResult
 from .job import STAGE_BUDGET, LabJob
 from .tests import TEST_KINDS, RunPlace, TestRuns
-
-
-@dataclass
-class Measured:
-    """The GPU parts of a lab, scored, and the timing record of its bench runs."""
-
-    parts: list[PartResult] = field(default_factory=list)
-    timing: Timing | None = None
 
 
 @contextmanager
@@ -33,12 +24,14 @@ def _section(job: LabJob, stage: str, ctx: measure.Context) -> Iterator[None]:
         yield
 
 
-def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str]) -> Measured:
+def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
+        out: LabResult) -> None:
+    """Each GPU part, scored, into `out` as soon as it is known (a later stage's failure
+    keeps what came before); the bench's Timing record into out.timing."""
     rubric, trees = job.rubric, job.trees
     ctx = measure.Context(place.run_dir, trees.run_env, trees.identity, job.seed,
                           job.test_timeout, place.binaries.get, [0], jail=place.jail,
                           deadline=time.monotonic() + STAGE_BUDGET * job.test_timeout)
-    out = Measured()
     folder = job.lab.folder
     ms = rubric.memory_safety
     if ms:
@@ -65,4 +58,3 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str]) -
                 job.say(f"{folder}: profiling ({entry.name[:40]})")
                 out.parts.append(scoring.metric_part(entry, measure.metric(entry, ctx),
                                                      full_groups))
-    return out
