@@ -36,6 +36,15 @@ def choose_labs(keys: list[str]) -> list[LabPaths]:
     return found
 
 
+def labs_or_say(command: str, keys: list[str]) -> list[LabPaths] | None:
+    """choose_labs, or None after saying on stderr which labs there are."""
+    try:
+        return choose_labs(keys)
+    except KeyError as err:
+        print(f"{command}: {err.args[0]}", file=sys.stderr)
+        return None
+
+
 # ------------------------------------------------------------------------ the grading flags
 
 @dataclass
@@ -155,6 +164,6 @@ def table(result: GradeResult) -> str:
     return terminal_table(result)
 
 
-__all__ = ["choose_labs", "GradingFlags", "add_grading_flags", "export_formats",
-           "add_format_flag", "DEFAULT_FORMATS", "Progress", "Interrupts", "Interrupted",
-           "grade_submission", "write_result", "table"]
+__all__ = ["choose_labs", "labs_or_say", "GradingFlags", "add_grading_flags",
+           "export_formats", "add_format_flag", "DEFAULT_FORMATS", "Progress", "Interrupts",
+           "Interrupted", "grade_submission", "write_result", "table"]

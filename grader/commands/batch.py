@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import batch
 from ..paths import ROOT
 from ..exports.table import use_color
-from ._common import add_format_flag, add_grading_flags, choose_labs
+from ._common import add_format_flag, add_grading_flags, labs_or_say
 
 HELP = "grade many submissions (a folder or a CSV roster) into a gradebook"
 
@@ -108,10 +108,8 @@ def _run(args: argparse.Namespace) -> int:
         print("batch: give SUBMISSIONS (a folder or a CSV roster), or --collect DIR",
               file=sys.stderr)
         return 1
-    try:
-        labs = choose_labs([args.labs] if args.labs else [])
-    except KeyError as err:
-        print(f"batch: {err.args[0]}", file=sys.stderr)
+    labs = labs_or_say("batch", [args.labs] if args.labs else [])
+    if labs is None:
         return 1
     formats = list(args.format)
     seed = args.seed

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..exports import write_exports
 from ..paths import ROOT
 from ..result import PASSED, GradeResult
-from ._common import (GradingFlags, add_grading_flags, choose_labs, grade_submission, table,
+from ._common import (GradingFlags, add_grading_flags, grade_submission, labs_or_say, table,
                       write_result)
 
 HELP = "grade your own work for the given labs and explain what fails"
@@ -59,10 +59,8 @@ def feedback(result: GradeResult, limit: int = 6) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        labs = choose_labs(args.labs)
-    except KeyError as err:
-        print(f"check: {err.args[0]}", file=sys.stderr)
+    labs = labs_or_say("check", args.labs)
+    if labs is None:
         return 1
     WORK.parent.mkdir(parents=True, exist_ok=True)
     result, status = grade_submission(ROOT, labs, GradingFlags.of(args), WORK, args.quiet)

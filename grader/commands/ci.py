@@ -42,7 +42,7 @@ from ..exports import write_exports
 from ..paths import ROOT, LabPaths, discover_labs
 from ..result import GradeResult
 from ..rubric import RubricError, load_rubric
-from ._common import (GradingFlags, add_grading_flags, choose_labs, grade_submission, table,
+from ._common import (GradingFlags, add_grading_flags, grade_submission, labs_or_say, table,
                       write_result)
 
 HELP = "grade the labs a pull request touches (GitHub Actions): summary, artifacts, comment"
@@ -274,10 +274,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str] | None = None,
     out: Path = args.out
 
     if args.labs:
-        try:
-            labs = choose_labs([args.labs])
-        except KeyError as err:
-            print(f"ci: {err.args[0]}", file=sys.stderr)
+        labs = labs_or_say("ci", [args.labs])
+        if labs is None:
             return 1
         how = f"the labs asked for ({args.labs})"
     else:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ..exports import write_exports
-from ._common import (GradingFlags, add_format_flag, add_grading_flags, choose_labs,
+from ._common import (GradingFlags, add_format_flag, add_grading_flags, labs_or_say,
                       grade_submission, table, write_result)
 
 HELP = "grade a submission (instructor): result.json and exports into --out"
@@ -40,10 +40,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        labs = choose_labs([args.labs] if args.labs else [])
-    except KeyError as err:
-        print(f"grade: {err.args[0]}", file=sys.stderr)
+    labs = labs_or_say("grade", [args.labs] if args.labs else [])
+    if labs is None:
         return 1
     formats = list(args.format)
     if args.html and "html" not in formats:
