@@ -59,4 +59,3 @@ class LabJob:
     student_paths: dict[str, str] = field(default_factory=dict)  # placed path -> as submitted
     say: Callable[[str], None] = lambda text: None  # progress
     gpu_section: GpuSection = no_lock
-    secret_roots: list[Path] = field(default_factory=list)  # folders never shown to students
