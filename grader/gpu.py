@@ -18,10 +18,13 @@ import signal
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, ContextManager, Iterator
 
 GPU_STAGES = ("tests", "sanitizer", "bench", "profiler")  # what the pipeline names a section
 DEFAULT_LOCK = "/tmp/cml-grader-gpu.lock"
+
+# gpu_section("tests" | "sanitizer" | "bench" | "profiler") -> a context manager
+GpuSection = Callable[[str], ContextManager[None]]
 
 
 @contextmanager

@@ -72,7 +72,9 @@ class Secrets:
         for part in lab.parts:
             part.reason = self.scrub(part.reason)
             part.details = _scrub_value(part.details, self)
-        lab.build = _scrub_value(lab.build, self)
+        if lab.build is not None:
+            lab.build.errors = _scrub_value(lab.build.errors, self)
+            lab.build.test_runs = _scrub_value(lab.build.test_runs, self)
 
 
 def _scrub_value(value, secrets: Secrets):

@@ -1,6 +1,7 @@
 """The GPU measurements of a lab: memory safety (compute-sanitizer), profiler metrics (ncu)
-and speed (the bench, student and reference). Each returns a PartResult; a tool that is
-missing or refuses to run gives "not measured", with no points either way.
+and speed (the bench, student and reference). Each returns a typed measurement; the points
+are given by grader/scoring.py. A tool that is missing or refuses to run leaves the
+measurement's `unmeasured` reason set ("not measured": no points either way).
 """
 
 from __future__ import annotations
@@ -8,13 +9,13 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import parsers, sandbox, scoring
-from .result import GRADED, NOT_MEASURED, REVIEW, PartResult
-from .rubric import Metric, Rubric
+from . import benchdoc, parsers, sandbox
+from .result import Timing
+from .rubric import MemorySafety, Metric, Performance
 from .tools import find_tool
 
 SANITIZER_OPTIONS = {
@@ -53,17 +54,24 @@ class Context:
         return max(1.0, min(seconds, self.deadline - time.monotonic()))
 
 
-def memory_safety(rubric: Rubric, ctx: Context, case_binaries: list[tuple[str, str]]) -> PartResult:
+@dataclass
+class SanitizerRuns:
+    """Memory safety as measured: one summary per compute-sanitizer tool (its runs of every
+    binary with cases in [memory_safety].tests merged), or why nothing was measured."""
+
+    summaries: list[parsers.SanitizerSummary] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    unmeasured: str = ""  # the reason, when the part is "not measured"
+
+
+def memory_safety(ms: MemorySafety, ctx: Context,
+                  case_binaries: list[tuple[str, str]]) -> SanitizerRuns:
     """Each tool runs every binary that has cases in [memory_safety].tests."""
-    ms = rubric.memory_safety
-    assert ms is not None
     sanitizer = find_tool("compute-sanitizer")
     if not sanitizer:
-        return PartResult("memory_safety", "Memory safety", NOT_MEASURED, 0.0, ms.points,
-                          "Not measured: compute-sanitizer is not installed here, so memory "
-                          "safety earns no points either way.")
-    summaries = []
-    details: dict[str, Any] = {"tests": ms.tests}
+        return SanitizerRuns(unmeasured="Not measured: compute-sanitizer is not installed "
+                             "here, so memory safety earns no points either way.")
+    runs = SanitizerRuns(details={"tests": ms.tests})
     for tool in ms.tools:
         combined: parsers.SanitizerSummary | None = None
         for kind, spec in case_binaries:
@@ -82,25 +90,20 @@ def memory_safety(rubric: Rubric, ctx: Context, case_binaries: list[tuple[str, s
             except OSError:
                 text = ""
             if not text.strip() and REFUSED_RE.search(out.output_tail):
-                return PartResult("memory_safety", "Memory safety", NOT_MEASURED, 0.0,
-                                  ms.points, "Not measured: compute-sanitizer refused to run "
-                                  f"here ({_first(out.output_tail)}); no points either way.")
+                return SanitizerRuns(unmeasured="Not measured: compute-sanitizer refused to "
+                                     f"run here ({_first(out.output_tail)}); no points "
+                                     "either way.")
             summary = parsers.parse_sanitizer_output(text, tool)
             if out.timed_out or (out.signal and summary.complete):
                 summary.complete = False
                 summary.ok = False
             combined = summary if combined is None else _merge(combined, summary)
-            details[f"{tool}:{kind}"] = out.describe()
+            runs.details[f"{tool}:{kind}"] = out.describe()
         if combined is not None:
-            summaries.append(combined)
-    if not summaries:
-        return PartResult("memory_safety", "Memory safety", NOT_MEASURED, 0.0, ms.points,
-                          "Not measured: no test binary with the sanitizer cases was built.")
-    score = scoring.sanitizer_points(summaries, ms.points)
-    details.update({"errors": score.details,
-                    "messages": {s.tool: s.messages[:3] for s in summaries if s.messages}})
-    return PartResult("memory_safety", "Memory safety", score.status, score.points, ms.points,
-                      score.reason if score.points < ms.points else "", details)
+            runs.summaries.append(combined)
+    if not runs.summaries:
+        runs.unmeasured = "Not measured: no test binary with the sanitizer cases was built."
+    return runs
 
 
 def _merge(a: parsers.SanitizerSummary, b: parsers.SanitizerSummary) -> parsers.SanitizerSummary:
@@ -155,37 +158,39 @@ class _NotMeasured(Exception):
     """This machine could not measure the metric (the message says why): no points either way."""
 
 
-def metric_part(metric: Metric, ctx: Context, full_groups: set[str]) -> PartResult:
-    """One [[metrics]] entry: ncu on the student's bench (or tests), the metric over every
-    kernel of the profiled call, reported and, with points, scored (scoring.metric_points).
-    "Not measured" only when ncu is missing, refused or cannot measure on this machine; a
-    call that gives the metric nothing to measure scores 0 and says why."""
-    part = PartResult("metric", metric.name, NOT_MEASURED, 0.0, metric.points)
+@dataclass
+class MetricRun:
+    """One [[metrics]] entry as measured: the value over the profiled call's kernels, or
+    None and `problem` (why the student's call gave it nothing to measure); `unmeasured` set
+    when this machine could not measure it at all."""
+
+    details: dict[str, Any] = field(default_factory=dict)
+    value: float | None = None
+    problem: str = ""
+    unmeasured: str = ""
+
+
+def metric(entry: Metric, ctx: Context) -> MetricRun:
+    """ncu on the student's bench (or tests), the metric over every kernel of the profiled
+    call. "Not measured" only when ncu is missing, refused or cannot measure on this
+    machine; a call that gives the metric nothing to measure has `problem` set."""
     ncu = find_tool("ncu")
     if not ncu:
-        part.reason = "Not measured: Nsight Compute (ncu) is not installed here."
-        return part
-    kind = "bench_student" if metric.target == "bench" else "tests_student"
+        return MetricRun(unmeasured="Not measured: Nsight Compute (ncu) is not installed here.")
+    kind = "bench_student" if entry.target == "bench" else "tests_student"
     binary = ctx.binary(kind)
     if binary is None:
-        part.reason = f"Not measured: {kind} was not built."
-        return part
-    part.details = {"metric": metric.metric, "per": metric.per, "target": metric.target,
-                    "call": metric.call if metric.target == "bench" else None,
-                    "per_baseline": metric.per_baseline, "expect_min": metric.expect_min,
-                    "expect_max": metric.expect_max, "commands": []}
+        return MetricRun(unmeasured=f"Not measured: {kind} was not built.")
+    run = MetricRun(details={
+        "metric": entry.metric, "per": entry.per, "target": entry.target,
+        "call": entry.call if entry.target == "bench" else None,
+        "per_baseline": entry.per_baseline, "expect_min": entry.expect_min,
+        "expect_max": entry.expect_max, "commands": []})
     try:
-        value, problem = _measure(ncu, metric, ctx, binary, part.details)
+        run.value, run.problem = _measure(ncu, entry, ctx, binary, run.details)
     except _NotMeasured as err:
-        part.reason = str(err)
-        return part
-    part.details["value"] = value
-    missing = [g for g in metric.requires if g not in full_groups]
-    score = scoring.metric_points(value, metric.points, metric.expect_min, metric.expect_max,
-                                  missing, problem)
-    part.status, part.points = score.status, score.points
-    part.reason = score.reason if score.points < metric.points or metric.points <= 0 else ""
-    return part
+        run.unmeasured = str(err)
+    return run
 
 
 def _measure(ncu: str, metric: Metric, ctx: Context, binary: Path,
@@ -306,162 +311,65 @@ def run_bench(binary: Path, args: list[str], ctx: Context, trusted: bool) -> tup
         return None, f"{binary.name} wrote no readable result ({err})", out
 
 
-def performance(rubric: Rubric, ctx: Context, full_groups: set[str]) -> tuple[PartResult,
-                                                                              dict | None]:
-    perf = rubric.performance
-    assert perf is not None
-    part = PartResult("performance", "Performance", NOT_MEASURED, 0.0, perf.points)
+@dataclass
+class BenchRuns:
+    """The scored comparison as measured: the reference's bench and the student's, each run
+    once (interleaved with the baseline inside), and the harness's verdicts on the student's
+    timed runs. `unmeasured`: why the part is "not measured"; `failed`: why the student's
+    bench gave no timing."""
+
+    timing: Timing | None = None
+    unmeasured: str = ""
+    failed: str = ""
+    output_problem: str | None = None  # benchdoc.timed_output_problem of the student's run
+    launch_problem: str | None = None
+    review_problem: str | None = None
+    launches: Any = None  # the student's call's launch counts (bench JSON)
+    review: Any = None  # the harness's review flag (bench JSON)
+
+
+def performance(perf: Performance, ctx: Context) -> BenchRuns:
+    """Both benches with [performance].bench_args; the comparison named by the rubric."""
     student_bin, reference_bin = ctx.binary("bench_student"), ctx.binary("bench_solution")
     if student_bin is None or reference_bin is None:
-        part.reason = "Not measured: the bench was not built."
-        return part, None
+        return BenchRuns(unmeasured="Not measured: the bench was not built.")
     reference, why_ref, _ = run_bench(reference_bin, perf.bench_args, ctx, trusted=True)
     student, why_student, _ = run_bench(student_bin, perf.bench_args, ctx, trusted=False)
-    timing: dict[str, Any] = {"comparison": perf.comparison, "bench_args": perf.bench_args}
+    runs = BenchRuns(Timing(perf.comparison, perf.bench_args))
+    timing = runs.timing
     if reference is None:
-        part.reason = f"Not measured: the reference bench did not run ({why_ref})."
-        return part, timing
+        runs.unmeasured = f"Not measured: the reference bench did not run ({why_ref})."
+        return runs
     try:
         ref_comp = parsers.comparison(reference, perf.comparison)
     except ValueError as err:
-        part.reason = f"Not measured: {err}"
-        return part, timing
-    timing["reference"] = _summary(ref_comp, reference)
-    timing["device"] = reference.get("device")
-    timing["clocks"] = reference.get("clocks")
-    ref_problem = _timed_output_problem(ref_comp, "the reference's") or _review_problem(ref_comp)
+        runs.unmeasured = f"Not measured: {err}"
+        return runs
+    timing.reference = benchdoc.summary(ref_comp, reference)
+    timing.device = reference.get("device")
+    timing.clocks = reference.get("clocks")
+    ref_problem = (benchdoc.timed_output_problem(ref_comp, "the reference's")
+                   or benchdoc.review_problem(ref_comp))
     if ref_problem:
-        part.reason = ("Not measured: the reference's own timing could not be trusted on this "
-                       f"machine ({ref_problem}).")
-        return part, timing
+        runs.unmeasured = ("Not measured: the reference's own timing could not be trusted on "
+                           f"this machine ({ref_problem}).")
+        return runs
     if student is None:
-        part.status, part.reason = GRADED, (
-            f"No speed points: your bench did not finish ({why_student}).")
-        return part, timing
+        runs.failed = f"your bench did not finish ({why_student})."
+        return runs
     try:
         comp = parsers.comparison(student, perf.comparison)
     except ValueError as err:
-        part.status, part.reason = GRADED, f"No speed points: {err}"
-        return part, timing
-    timing["student"] = _summary(comp, student)
-    s_speed = _num(comp, "speedup", "median")
-    r_speed = _num(ref_comp, "speedup", "median")
-    timing["student_speedup"], timing["reference_speedup"] = s_speed, r_speed
-    if s_speed and r_speed:
-        timing["time_ratio"] = r_speed / s_speed
-    problem = _timed_output_problem(comp)
-    no_kernel = _launch_problem(comp)
-    missing = [g for g in perf.requires if g not in full_groups]
-    if problem or no_kernel or missing:
-        part.status = GRADED
-        part.reason = ("No speed points: "
-                       + (f"correctness comes first: {problem}" if problem else
-                          no_kernel if no_kernel else
-                          "correctness comes first: these groups need full marks: "
-                          + ", ".join(missing)) + ".")
-        part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
-                        "launches": (comp.get("candidate") or {}).get("launches")}
-        return part, timing
-    review = _review_problem(comp)
-    if review:
-        part.status = REVIEW
-        part.reason = ("Flagged for review: the bench's host-time cross-check says your timing "
-                       f"cannot be trusted ({review}); no speed points until a person has "
-                       "looked at it.")
-        part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
-                        "review": comp.get("review")}
-        return part, timing
-    score = scoring.speed_points(s_speed or 0.0, r_speed or 0.0, perf.points,
-                                 perf.full_credit_ratio, perf.review_ratio)
-    part.points, part.status = score.points, score.status
-    part.reason = score.reason if score.points < perf.points else ""
-    part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
-                    "time_ratio": score.time_ratio, "summary": score.reason}
-    return part, timing
-
-
-def _num(d: dict, *keys: str) -> float | None:
-    for k in keys:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(k)
-    return float(d) if isinstance(d, (int, float)) else None
-
-
-def _summary(comp: dict, doc: dict) -> dict[str, Any]:
-    """The scored comparison, plus the bench's other cases, derived metrics and the plots it
-    declares over them (drawn by the HTML report)."""
-    return {
-        "baseline_ms": (comp.get("baseline") or {}).get("ms"),
-        "candidate_ms": (comp.get("candidate") or {}).get("ms"),
-        "speedup": comp.get("speedup"),
-        "converged": comp.get("converged"),
-        "verification": (comp.get("candidate") or {}).get("verification"),
-        "baseline_verification": (comp.get("baseline") or {}).get("verification"),
-        "launches": (comp.get("candidate") or {}).get("launches"),
-        "baseline_launches": (comp.get("baseline") or {}).get("launches"),
-        "determinism": comp.get("determinism"),
-        "review": comp.get("review"),
-        "host_margin_ms": {side: (comp.get(side) or {}).get("host_margin_ms")
-                           for side in ("baseline", "candidate")},
-        "cases": doc.get("cases") or [],
-        "metrics": doc.get("metrics") or {},
-        "plots": doc.get("plots") or [],
-    }
-
-
-# What the bench's harness (schema cml-bench/2, common/include/cml/timing.hpp) says about the
-# scored comparison's timed runs, as the sentence a reason quotes; None when all is well.
-
-def _timed_output_problem(comp: dict, whose: str = "your") -> str | None:
-    """The candidate's output wrong in some run (which pair and sample, where, got and
-    expected), the baseline's wrong in the same process, or a required determinism check
-    failed."""
-    cand = (comp.get("candidate") or {}).get("verification") or {}
-    if not cand.get("checked"):
-        return f"the output of {whose} timed kernel was not checked"
-    if not cand.get("passed"):
-        return f"the output of {whose} timed kernel was wrong: {_failure_text(cand)}"
-    base = (comp.get("baseline") or {}).get("verification") or {}
-    if base.get("checked") and not base.get("passed"):
-        return (f"the baseline's output was wrong in the same run as {whose} code (does it "
-                f"write outside its own output?): {_failure_text(base)}")
-    det = comp.get("determinism") or {}
-    if det.get("checked") and det.get("required") and det.get("identical") is False:
-        return (f"{whose} kernel is not deterministic: "
-                + (det.get("message") or "a second run on the same inputs gave other bits"))
-    return None
-
-
-def _failure_text(v: dict) -> str:
-    if v.get("message"):
-        return str(v["message"])
-    f = v.get("first_failure")
-    if not isinstance(f, dict):
-        return "no run matched the expected result"
-    return (f"{f.get('phase', 'timed')} pair {f.get('pair')} (sample {f.get('sample')}): "
-            f"{f.get('mismatches')} of {f.get('elements')} elements wrong, the first "
-            f"{f.get('where')} = {f.get('got')}, expected {f.get('expected')}")
-
-
-def _launch_problem(comp: dict) -> str | None:
-    """A candidate call that launched no kernel (only where the bench counted launches)."""
-    launches = (comp.get("candidate") or {}).get("launches")
-    if not isinstance(launches, dict) or not launches.get("counted"):
-        return None
-    low, high = launches.get("min"), launches.get("max")
-    if high == 0:
-        return "your code launched no kernel (0 kernel launches in every timed call)"
-    if low == 0:
-        return (f"your code launched no kernel in some timed calls (0 to {high} launches per "
-                "call): the output cannot have come from the timed work")
-    return None
-
-
-def _review_problem(comp: dict) -> str | None:
-    """The harness's review flag (work escaped the timing events), with its reasons."""
-    review = comp.get("review")
-    if not isinstance(review, dict) or not review.get("flagged"):
-        return None
-    reasons = [str(r) for r in review.get("reasons") or [] if r]
-    return "; ".join(reasons) or "the host-time cross-check flagged the timing"
+        runs.failed = str(err)
+        return runs
+    timing.student = benchdoc.summary(comp, student)
+    timing.student_speedup = benchdoc.number(comp, "speedup", "median")
+    timing.reference_speedup = benchdoc.number(ref_comp, "speedup", "median")
+    if timing.student_speedup and timing.reference_speedup:
+        timing.time_ratio = timing.reference_speedup / timing.student_speedup
+    runs.output_problem = benchdoc.timed_output_problem(comp)
+    runs.launch_problem = benchdoc.launch_problem(comp)
+    runs.review_problem = benchdoc.review_problem(comp)
+    runs.launches = (comp.get("candidate") or {}).get("launches")
+    runs.review = comp.get("review")
+    return runs

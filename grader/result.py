@@ -17,6 +17,12 @@ PASSED, FAILED, ERROR, TIMEOUT, CRASHED, NOT_RUN = (
     "passed", "failed", "error", "timeout", "crashed", "not_run")
 # PartResult.status
 GRADED, NOT_GRADED, NOT_MEASURED, REVIEW = "graded", "not_graded", "not_measured", "review"
+# LabResult.failure: why a lab stopped before its code was run (None: it was run)
+NO_SUBMISSION, COMPILE_ERROR, BUILD_TIMEOUT, STATIC_VIOLATION, NOT_CONFIGURED, GRADER_ERROR, \
+    INTERRUPTED = ("no_submission", "compile_error", "build_timeout", "static_violation",
+                   "not_configured", "grader_error", "interrupted")
+FAILURES = (NO_SUBMISSION, COMPILE_ERROR, BUILD_TIMEOUT, STATIC_VIOLATION, NOT_CONFIGURED,
+            GRADER_ERROR, INTERRUPTED)
 
 
 @dataclass
@@ -48,6 +54,105 @@ class PartResult:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+class _Record:
+    """A typed record that code written against the earlier plain dicts can still read and
+    set by key (record["ok"], record.get("errors")); new code uses the fields."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = getattr(self, key, None) if key in self.__dataclass_fields__ else None
+        return default if value is None else value
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.__dataclass_fields__:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key not in self.__dataclass_fields__:
+            raise KeyError(key)
+        setattr(self, key, value)
+
+
+@dataclass
+class BuildRecord(_Record):
+    """The student's build of one lab: compiled and linked with the grader's tests."""
+
+    ok: bool
+    seconds: float
+    errors: list[str] = field(default_factory=list)  # compiler errors, paths as submitted
+    timed_out: bool | None = None  # None: nothing was built (no submission)
+    test_runs: list[str] = field(default_factory=list)  # binaries that crashed, re-run case by case
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ok": self.ok, "seconds": self.seconds}
+        if self.timed_out is not None:
+            out["timed_out"] = self.timed_out
+        out["errors"] = list(self.errors)
+        if self.test_runs:
+            out["test_runs"] = list(self.test_runs)
+        return out
+
+    @staticmethod
+    def from_dict(data: dict[str, Any] | None) -> "BuildRecord | None":
+        if not data:
+            return None
+        return BuildRecord(bool(data.get("ok")), float(data.get("seconds") or 0.0),
+                           list(data.get("errors") or []), data.get("timed_out"),
+                           list(data.get("test_runs") or []))
+
+
+@dataclass
+class BenchSummary(_Record):
+    """One bench run's scored comparison (median times, speedup, the harness's checks of the
+    timed output, launches, review flag), plus its other cases and derived metrics (the
+    sweeps the HTML report plots). Values are the bench JSON's (cml-bench/2) as written."""
+
+    baseline_ms: Any = None
+    candidate_ms: Any = None
+    speedup: Any = None
+    converged: Any = None
+    verification: Any = None
+    baseline_verification: Any = None
+    launches: Any = None
+    baseline_launches: Any = None
+    determinism: Any = None
+    review: Any = None
+    host_margin_ms: dict[str, Any] = field(default_factory=dict)
+    cases: list[Any] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    plots: list[Any] = field(default_factory=list)  # the bench's declared plots (cml-bench/2)
+
+
+@dataclass
+class Timing(_Record):
+    """The performance measurement of a lab: the student's and the reference's bench runs of
+    the scored comparison, and what was derived from them."""
+
+    comparison: str = ""  # the rubric's [performance].comparison
+    bench_args: list[str] = field(default_factory=list)
+    reference: BenchSummary | None = None
+    device: dict[str, Any] | None = None  # the GPU the bench reports
+    clocks: dict[str, Any] | None = None
+    student: BenchSummary | None = None
+    student_speedup: float | None = None
+    reference_speedup: float | None = None
+    time_ratio: float | None = None  # student time / reference time
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any] | None) -> "Timing | None":
+        if not data:
+            return None
+        data = dict(data)
+        for side in ("reference", "student"):
+            if isinstance(data.get(side), dict):
+                data[side] = BenchSummary(**{k: v for k, v in data[side].items()
+                                             if k in BenchSummary.__dataclass_fields__})
+        return Timing(**{k: v for k, v in data.items() if k in Timing.__dataclass_fields__})
+
+
 @dataclass
 class LabResult:
     lab: str  # folder, e.g. "04_tiled_matmul"
@@ -56,12 +161,32 @@ class LabResult:
     max_points: float
     parts: list[PartResult] = field(default_factory=list)
     tests: list[TestResult] = field(default_factory=list)
-    # performance summary: student/reference speedups over the baseline, the time ratio,
-    # medians in ms and the raw per-pair samples (copied from the bench JSON documents)
-    timing: dict[str, Any] | None = None
-    build: dict[str, Any] = field(default_factory=dict)  # ok, seconds, errors
+    timing: Timing | None = None  # None: the bench was not run
+    build: BuildRecord | None = None  # None: the lab stopped before the student's build
     binaries: dict[str, str] = field(default_factory=dict)  # file name -> sha256
     wall_seconds: float = 0.0
+    failure: str | None = None  # one of FAILURES when the lab stopped early, else None
+
+    def __post_init__(self) -> None:  # records given as the plain dicts of result.json
+        if isinstance(self.build, dict):
+            self.build = BuildRecord.from_dict(self.build)
+        if isinstance(self.timing, dict):
+            self.timing = Timing.from_dict(self.timing)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["timing"] = self.timing.to_dict() if self.timing is not None else None
+        out["build"] = self.build.to_dict() if self.build is not None else {}
+        if self.failure is None:
+            del out["failure"]  # result.json names a failure only where there was one
+        return out
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> "LabResult":
+        lab = dict(data)
+        lab["parts"] = [PartResult(**p) for p in lab.get("parts", [])]
+        lab["tests"] = [TestResult(**t) for t in lab.get("tests", [])]
+        return LabResult(**lab)  # build and timing: made records by __post_init__
 
 
 @dataclass
@@ -82,7 +207,9 @@ class GradeResult:
     sandbox: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["labs"] = [lab.to_dict() for lab in self.labs]
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False)
@@ -91,12 +218,7 @@ class GradeResult:
     def from_dict(data: dict[str, Any]) -> "GradeResult":
         if data.get("schema") != SCHEMA:
             raise ValueError(f"unsupported result schema {data.get('schema')!r}")
-        labs = []
-        for lab in data.get("labs", []):
-            lab = dict(lab)
-            lab["parts"] = [PartResult(**p) for p in lab.get("parts", [])]
-            lab["tests"] = [TestResult(**t) for t in lab.get("tests", [])]
-            labs.append(LabResult(**lab))
+        labs = [LabResult.from_dict(lab) for lab in data.get("labs", [])]
         rest = {k: v for k, v in data.items() if k != "labs"}
         return GradeResult(labs=labs, **rest)
 

@@ -1,4 +1,7 @@
-"""Points from measurements (grader/README.md, "Scoring"). Pure functions: no I/O, no GPU.
+"""Every point the grader gives (grader/README.md, "Scoring"): correctness groups from the
+test cases, the gates (`requires`, the sanitizer cases passing first), memory safety, speed,
+profiler metrics, parts not graded or cut short, and the totals. Pure functions of what the
+stages measured: no I/O, no GPU.
 
 Every function that can award less than full marks also says why, in a sentence a
 student understands; the reason goes into PartResult.reason.
@@ -7,10 +10,16 @@ student understands; the reason goes into PartResult.reason.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable
 
-from .result import GRADED, NOT_GRADED, NOT_MEASURED, REVIEW, GradeResult, LabResult
+from .result import (FAILED, GRADED, NOT_GRADED, NOT_MEASURED, NOT_RUN, PASSED, REVIEW,
+                     GradeResult, LabResult, PartResult, TestResult)
+
+if TYPE_CHECKING:  # the measurements' types only; scoring runs nothing
+    from .measure import BenchRuns, MetricRun, SanitizerRuns
+    from .rubric import MemorySafety, Metric, Performance, Rubric
+    from .testrun import Case
 
 ROUND = 4  # decimal places kept in points
 
@@ -225,10 +234,211 @@ def not_graded_reason(kind: str) -> str:
     return f"Not graded: no CUDA device, so this {kind.replace('_', ' ')} part was not run."
 
 
+def missing_groups(requires: Iterable[str], full_groups: set[str]) -> list[str]:
+    """The `requires` gate: the required correctness groups not at full marks."""
+    return [g for g in requires if g not in full_groups]
+
+
+# ------------------------------------------------------------------------------- correctness
+
+@dataclass
+class Correctness:
+    """The correctness groups scored: their parts, every case as graded, and the names of
+    the groups at full marks (what the `requires` gates read)."""
+
+    parts: list[PartResult] = field(default_factory=list)
+    tests: list[TestResult] = field(default_factory=list)
+    full_groups: set[str] = field(default_factory=set)
+
+
+def _status(run) -> str | None:
+    return getattr(run, "status", None)
+
+
+def correctness(rubric: "Rubric", canonical: "list[Case]", runs: dict, has_gpu: bool,
+                why_no_gpu: str) -> Correctness:
+    """Groups scored from the case results (`runs`: case name -> testrun.CaseRun). Each case
+    counts in the first group that matches it; its share is the group's points over the
+    group's cases."""
+    out = Correctness()
+    assigned: set[str] = set()
+    for group in rubric.correctness:
+        cases = [c for c in canonical if c.matches(group.tests)]
+        gpu_cases = [c for c in cases if "gpu" in c.tags]
+        passed = [c for c in cases if _status(runs.get(c.name)) == PASSED]
+        share = group.points / len(cases) if cases else 0.0
+        for c in cases:
+            if c.name in assigned:
+                continue
+            assigned.add(c.name)
+            run = runs.get(c.name)
+            if run is None:
+                status = NOT_RUN
+                msgs = ["not run: no CUDA device" if "gpu" in c.tags and not has_gpu
+                        else "this case did not report a result"]
+            else:
+                status, msgs = run.status, list(run.messages)
+            if status == FAILED and group.hint:
+                msgs.append(f"hint: {group.hint}")
+            out.tests.append(TestResult(
+                c.name, group.name, "gpu" if "gpu" in c.tags else "host", c.hidden, status,
+                round(share, 4) if status == PASSED else 0.0, round(share, 4), msgs,
+                getattr(run, "seconds", None)))
+        details = {"passed": len(passed), "total": len(cases), "spec": group.tests}
+        if not cases:
+            out.parts.append(PartResult("correctness", group.name, GRADED, 0.0, group.points,
+                                        f"No test case matches '{group.tests}' (a rubric "
+                                        "problem).", details))
+            continue
+        if gpu_cases and not has_gpu:
+            details["host_passed"] = sum(1 for c in passed if "gpu" not in c.tags)
+            out.parts.append(PartResult("correctness", group.name, NOT_GRADED, 0.0,
+                                        group.points, not_graded_reason("correctness"),
+                                        {**details, "why": why_no_gpu}))
+            continue
+        points = group_points(len(passed), len(cases), group.points)
+        if len(passed) == len(cases):
+            out.full_groups.add(group.name)
+        reason = ""
+        if points < group.points:
+            bad = [c.name for c in cases if c not in passed]
+            reason = (f"{len(passed)} of {len(cases)} test cases pass; failing: "
+                      + "; ".join(bad[:4]) + ("…" if len(bad) > 4 else ""))
+            if group.hint:
+                reason += f". Hint: {group.hint}"
+        out.parts.append(PartResult("correctness", group.name, GRADED, points, group.points,
+                                    reason, details))
+    return out
+
+
+# ------------------------------------------------------------------ the GPU parts, measured
+
+def memory_safety_gate(canonical: "list[Case]", runs: dict, spec: str) -> str:
+    """Why memory safety earns nothing before the sanitizer runs, or "" when it may: a
+    kernel that does nothing is trivially clean, so the checked cases must pass first."""
+    cases = [c for c in canonical if c.matches(spec)]
+    failing = [c.name for c in cases if _status(runs.get(c.name)) != PASSED]
+    if not cases:
+        return f"No test case matches '{spec}' (a rubric problem)."
+    if failing:
+        return ("No memory-safety points: the cases checked under compute-sanitizer must "
+                "pass first (a kernel that writes nothing is trivially clean); failing: "
+                + "; ".join(failing[:3]) + ".")
+    return ""
+
+
+def memory_safety_part(ms: "MemorySafety", runs: "SanitizerRuns | None",
+                       gate: str = "") -> PartResult:
+    """The memory-safety part: zero with `gate` when the checked cases do not pass (the
+    sanitizer was not run), else sanitizer_points over the tools' summaries."""
+    name = "Memory safety"
+    if gate:
+        return PartResult("memory_safety", name, GRADED, 0.0, ms.points, gate)
+    assert runs is not None
+    if runs.unmeasured:
+        return PartResult("memory_safety", name, NOT_MEASURED, 0.0, ms.points, runs.unmeasured)
+    score = sanitizer_points(runs.summaries, ms.points)
+    details = {**runs.details, "errors": score.details,
+               "messages": {s.tool: s.messages[:3] for s in runs.summaries if s.messages}}
+    return PartResult("memory_safety", name, score.status, score.points, ms.points,
+                      score.reason if score.points < ms.points else "", details)
+
+
+def performance_part(perf: "Performance", runs: "BenchRuns",
+                     full_groups: set[str]) -> PartResult:
+    """Speed points: correctness first (the timed output verified, a kernel launched in every
+    timed call, the `requires` groups at full marks), then the harness's review flag, then
+    speed_points on the two speedups."""
+    part = PartResult("performance", "Performance", NOT_MEASURED, 0.0, perf.points)
+    if runs.unmeasured:
+        part.reason = runs.unmeasured
+        return part
+    part.status = GRADED
+    if runs.failed:
+        part.reason = f"No speed points: {runs.failed}"
+        return part
+    timing = runs.timing
+    assert timing is not None
+    s_speed, r_speed = timing.student_speedup, timing.reference_speedup
+    missing = missing_groups(perf.requires, full_groups)
+    if runs.output_problem or runs.launch_problem or missing:
+        part.reason = ("No speed points: "
+                       + (f"correctness comes first: {runs.output_problem}"
+                          if runs.output_problem else runs.launch_problem
+                          if runs.launch_problem else
+                          "correctness comes first: these groups need full marks: "
+                          + ", ".join(missing)) + ".")
+        part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
+                        "launches": runs.launches}
+        return part
+    if runs.review_problem:
+        part.status = REVIEW
+        part.reason = ("Flagged for review: the bench's host-time cross-check says your timing "
+                       f"cannot be trusted ({runs.review_problem}); no speed points until a "
+                       "person has looked at it.")
+        part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
+                        "review": runs.review}
+        return part
+    score = speed_points(s_speed or 0.0, r_speed or 0.0, perf.points, perf.full_credit_ratio,
+                         perf.review_ratio)
+    part.points, part.status = score.points, score.status
+    part.reason = score.reason if score.points < perf.points else ""
+    part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
+                    "time_ratio": score.time_ratio, "summary": score.reason}
+    return part
+
+
+def metric_part(entry: "Metric", run: "MetricRun", full_groups: set[str]) -> PartResult:
+    """One [[metrics]] entry: always reported; scored by metric_points when measured."""
+    part = PartResult("metric", entry.name, NOT_MEASURED, 0.0, entry.points,
+                      run.unmeasured, run.details)
+    if run.unmeasured:
+        return part
+    part.details["value"] = run.value
+    score = metric_points(run.value, entry.points, entry.expect_min, entry.expect_max,
+                          missing_groups(entry.requires, full_groups), run.problem)
+    part.status, part.points = score.status, score.points
+    part.reason = score.reason if score.points < entry.points or entry.points <= 0 else ""
+    return part
+
+
+# ------------------------------------------------------------- parts not graded, cut short
+
+def rubric_parts(rubric: "Rubric") -> list[tuple[str, str, float]]:
+    """(kind, name, points) of every part the rubric scores, in report order."""
+    parts = [("correctness", g.name, g.points) for g in rubric.correctness]
+    if rubric.memory_safety:
+        parts.append(("memory_safety", "Memory safety", rubric.memory_safety.points))
+    if rubric.performance:
+        parts.append(("performance", "Performance", rubric.performance.points))
+    parts += [("metric", m.name, m.points) for m in rubric.metrics]
+    return parts
+
+
+def finish_unfinished(lab_result: LabResult, rubric: "Rubric", reason: str) -> None:
+    """Every rubric part not yet in the result, at zero points with `reason` (the lab
+    stopped before it: no submission, a build failure, a static check, a grader failure)."""
+    have = {(p.kind, p.name) for p in lab_result.parts}
+    for kind, name, points in rubric_parts(rubric):
+        if (kind, name) not in have:
+            lab_result.parts.append(PartResult(kind, name, GRADED, 0.0, points, reason))
+
+
+def not_graded_parts(rubric: "Rubric", why_no_gpu: str) -> list[PartResult]:
+    """The GPU parts (all but correctness) of a lab graded without a CUDA device."""
+    return [PartResult(kind, name, NOT_GRADED, 0.0, points, not_graded_reason(kind),
+                       {"why": why_no_gpu})
+            for kind, name, points in rubric_parts(rubric) if kind != "correctness"]
+
+
 __all__ = ["GRADED", "NOT_GRADED", "NOT_MEASURED", "REVIEW", "SpeedScore", "PointsScore",
            "group_points", "speed_points", "sanitizer_points", "metric_points", "lab_totals",
-           "grade_totals", "leave_out_unmeasured",
-           "not_graded_reason"]
+           "grade_totals", "leave_out_unmeasured", "not_graded_reason", "missing_groups",
+           "Correctness", "correctness", "memory_safety_gate", "memory_safety_part",
+           "performance_part", "metric_part", "rubric_parts", "finish_unfinished",
+           "not_graded_parts",
+           "fraction_points"]
+
 
 
 def fraction_points(fraction: float, target: float, floor: float, points: float,

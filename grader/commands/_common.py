@@ -1,18 +1,25 @@
-"""What `check` and `grade` share: choosing labs, progress, interrupts, writing results."""
+"""What the grading commands (check, grade, ci, batch) share: the grading flags, choosing
+labs and export formats, progress, interrupts, running the pipeline, writing results."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from .. import pipeline
 from ..atomic import write_atomic
+from ..exports import FORMATS, terminal_table
+from ..gpu import GpuSection, no_lock
 from ..paths import LabPaths, discover_labs, find_lab
-from ..exports import terminal_table
 from ..pipeline import Interrupted, interrupt_handler
 from ..result import GradeResult
+
+DEFAULT_FORMATS = "gradescope,prairielearn,junit,markdown"
 
 
 def choose_labs(keys: list[str]) -> list[LabPaths]:
@@ -29,6 +36,64 @@ def choose_labs(keys: list[str]) -> list[LabPaths]:
                     found.append(lab)
     return found
 
+
+def labs_or_say(command: str, keys: list[str]) -> list[LabPaths] | None:
+    """choose_labs, or None after saying on stderr which labs there are."""
+    try:
+        return choose_labs(keys)
+    except KeyError as err:
+        print(f"{command}: {err.args[0]}", file=sys.stderr)
+        return None
+
+
+# ------------------------------------------------------------------------ the grading flags
+
+@dataclass
+class GradingFlags:
+    """The four grading flags every grading command takes (add_grading_flags)."""
+
+    seed: int | None = None  # None: a fresh one
+    no_gpu: bool = False
+    build_timeout: float | None = None  # None: the rubric's
+    test_timeout: float | None = None
+
+    @staticmethod
+    def of(args: argparse.Namespace) -> "GradingFlags":
+        """The flags as parsed by a parser that add_grading_flags declared them on."""
+        return GradingFlags(args.seed, args.no_gpu, args.build_timeout, args.test_timeout)
+
+
+def add_grading_flags(p: argparse.ArgumentParser, seed_help: str, gpu_help: str,
+                      show_timeouts: bool = True) -> None:
+    """--seed, --no-gpu, --build-timeout, --test-timeout (read back by GradingFlags.of)."""
+    p.add_argument("--seed", type=int, default=None, help=seed_help)
+    p.add_argument("--no-gpu", action="store_true", help=gpu_help)
+    p.add_argument("--build-timeout", type=float, default=None,
+                   help="seconds per build (default: the rubric's build_timeout_s)"
+                   if show_timeouts else argparse.SUPPRESS)
+    p.add_argument("--test-timeout", type=float, default=None,
+                   help="seconds per test process (default: the rubric's test_timeout_s)"
+                   if show_timeouts else argparse.SUPPRESS)
+
+
+def export_formats(text: str) -> list[str]:
+    """A --format value: comma-separated export names, each one the exports know (an
+    argparse type: an unknown name stops the command before anything is graded)."""
+    formats = [f.strip() for f in text.split(",") if f.strip()]
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown export format(s): {', '.join(unknown)} "
+                                         f"(choose from {', '.join(FORMATS)})")
+    return formats
+
+
+def add_format_flag(p: argparse.ArgumentParser, help_text: str) -> None:
+    p.add_argument("--format", type=export_formats, default=export_formats(DEFAULT_FORMATS),
+                   help=f"{help_text} (default: {DEFAULT_FORMATS}; '' for none; any of "
+                        f"{', '.join(FORMATS)})")
+
+
+# ------------------------------------------------------------------------ running the pipeline
 
 class Progress:
     """One line per step on stderr, with the time since the start."""
@@ -58,14 +123,42 @@ class Interrupts:
         return False
 
 
+def grade_submission(submission: Path, labs: list[LabPaths], flags: GradingFlags,
+                     work_dir: Path | None = None, quiet: bool = False,
+                     gpu_section: GpuSection = no_lock) -> tuple[GradeResult, int]:
+    """Runs the pipeline with interrupts handled; (result, exit status: 0 graded, 1 the
+    grader could not grade, 130 interrupted)."""
+    opts = pipeline.Options(submission=submission.resolve(), labs=labs, work_dir=work_dir,
+                            build_timeout=flags.build_timeout, test_timeout=flags.test_timeout,
+                            gpu=False if flags.no_gpu else None, progress=Progress(quiet),
+                            gpu_section=gpu_section)
+    if flags.seed is not None:
+        opts.seed = flags.seed
+    result = pipeline.new_result(opts)
+    status = 0
+    with Interrupts():
+        try:
+            pipeline.grade(opts, result)
+        except Interrupted as why:
+            result.errors.append(f"interrupted ({why}); the results are incomplete")
+            status = 130
+        except Exception as err:  # noqa: BLE001  the grader's own failure, recorded
+            result.errors.append(pipeline.grader_failed(err))
+            status = 1
+    if status == 0 and result.errors:  # problems of the grader's, not the student's
+        status = 1
+    return result, status
+
+
 def write_result(result: GradeResult, out_dir: Path) -> Path:
     return write_atomic(Path(out_dir) / "result.json", result.to_json() + "\n")
 
 
 def table(result: GradeResult) -> str:
-    """The exports' terminal table, coloured on a terminal unless NO_COLOR is set."""
-    color = None if sys.stdout.isatty() and "NO_COLOR" not in os.environ else False
-    return terminal_table(result, color=color)
+    """The terminal table (colour on a terminal without NO_COLOR: exports/table.py)."""
+    return terminal_table(result)
 
 
-__all__ = ["choose_labs", "Progress", "Interrupts", "Interrupted", "write_result", "table"]
+__all__ = ["choose_labs", "labs_or_say", "GradingFlags", "add_grading_flags",
+           "export_formats", "add_format_flag", "DEFAULT_FORMATS", "Progress", "Interrupts",
+           "Interrupted", "grade_submission", "write_result", "table"]

@@ -14,10 +14,11 @@ import sys
 from pathlib import Path
 
 from .. import batch
-from ..exports import FORMATS, fmt_points
+from ..exports import fmt_points
 from ..paths import ROOT
 from ..submissions import stage_download
-from ._common import choose_labs
+from ..exports.table import use_color
+from ._common import add_format_flag, add_grading_flags, labs_or_say
 
 HELP = "grade many submissions (a folder or a CSV roster) into a gradebook"
 
@@ -37,16 +38,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=batch.DEFAULT_TIMEOUT,
                    help="wall-clock seconds per submission, time waiting for the GPU "
                         f"excluded (default {batch.DEFAULT_TIMEOUT:g})")
-    p.add_argument("--seed", type=int, default=None,
-                   help="one seed for every submission (default: the batch's earlier seed, "
-                        "else a fresh one)")
-    p.add_argument("--format", default="gradescope,prairielearn,junit,markdown",
-                   help="exports written beside each result.json ('' for none)")
-    p.add_argument("--build-timeout", type=float, default=None,
-                   help="seconds per build (default: the rubric's)")
-    p.add_argument("--test-timeout", type=float, default=None,
-                   help="seconds per test process (default: the rubric's)")
-    p.add_argument("--no-gpu", action="store_true", help="grade as on a machine without a GPU")
+    add_grading_flags(p, "one seed for every submission (default: the batch's earlier seed, "
+                         "else a fresh one)", "grade as on a machine without a GPU")
+    add_format_flag(p, "exports written beside each result.json")
     p.add_argument("--gpu-lock", default=os.environ.get("CML_GPU_LOCK", batch.DEFAULT_LOCK),
                    help="the lock file GPU stages take, shared by every grader on this "
                         f"machine (default: $CML_GPU_LOCK or {batch.DEFAULT_LOCK})")
@@ -75,10 +69,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--task", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--work-dir", type=Path, default=None, help=argparse.SUPPRESS)
     return p
-
-
-def _colour() -> bool:
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
 COLOURS = {"graded": "32", "kept": "36", "timeout": "33", "error": "31", "interrupted": "31"}
@@ -126,16 +116,10 @@ def _run(args: argparse.Namespace) -> int:
         print("batch: give SUBMISSIONS (a folder or a CSV roster), or --collect DIR",
               file=sys.stderr)
         return 1
-    try:
-        labs = choose_labs([args.labs] if args.labs else [])
-    except KeyError as err:
-        print(f"batch: {err.args[0]}", file=sys.stderr)
+    labs = labs_or_say("batch", [args.labs] if args.labs else [])
+    if labs is None:
         return 1
-    formats = [f.strip() for f in args.format.split(",") if f.strip()]
-    unknown = [f for f in formats if f not in FORMATS]
-    if unknown:
-        print(f"batch: unknown export format(s): {', '.join(unknown)}", file=sys.stderr)
-        return 1
+    formats = list(args.format)
     seed = args.seed
     if seed is None and (out / batch.PLAN_FILE).is_file():
         seed = batch.Plan.load(out).seed  # a resumed batch keeps its inputs
@@ -155,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"submit it with:   sbatch {script}")
         print(f"when it is done:  python3 -m grader batch --collect {out}")
         return 0
-    colour = _colour()
+    colour = use_color(None)
     print(f"grading {len(plan.submissions)} submission(s), {args.jobs} at a time, labs "
           f"{', '.join(plan.labs)}, seed {plan.seed} -> {out}", file=sys.stderr, flush=True)
     import time

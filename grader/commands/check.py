@@ -10,11 +10,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..exports import write_exports
 from ..paths import ROOT
 from ..result import PASSED, GradeResult
-from . import grade as grade_cmd
 from ..exports.table import needs_gpu
-from ._common import choose_labs, table, write_result
+from ._common import (GradingFlags, add_grading_flags, grade_submission, labs_or_say, table,
+                      write_result)
 
 HELP = "grade your own work for the given labs and explain what fails"
 WORK = ROOT / ".grader" / "work"
@@ -24,13 +25,10 @@ LAST = ROOT / ".grader" / "last"
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("check", help=HELP, description=HELP)
     p.add_argument("labs", nargs="+", help="lab numbers, e.g. 04 (or 4, or 04_tiled_matmul)")
-    p.add_argument("--seed", type=int, default=None,
-                   help="rerun with the seed a failure printed (default: a fresh one)")
-    p.add_argument("--no-gpu", action="store_true", help="skip the GPU parts")
+    add_grading_flags(p, "rerun with the seed a failure printed (default: a fresh one)",
+                      "skip the GPU parts", show_timeouts=False)
     p.add_argument("--html", action="store_true",
                    help="also write .grader/last/report.html (tables and plots)")
-    p.add_argument("--build-timeout", type=float, default=None, help=argparse.SUPPRESS)
-    p.add_argument("--test-timeout", type=float, default=None, help=argparse.SUPPRESS)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
 
@@ -63,16 +61,13 @@ def feedback(result: GradeResult, limit: int = 6) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        labs = choose_labs(args.labs)
-    except KeyError as err:
-        print(f"check: {err.args[0]}", file=sys.stderr)
+    labs = labs_or_say("check", args.labs)
+    if labs is None:
         return 1
     WORK.parent.mkdir(parents=True, exist_ok=True)
-    result, status = grade_cmd.grade_with(args, ROOT, labs, WORK)
+    result, status = grade_submission(ROOT, labs, GradingFlags.of(args), WORK, args.quiet)
     write_result(result, LAST)
     if args.html:
-        from ..exports import write_exports
         print(f"report: {write_exports(result, LAST, ['html'])[0]}")
     text = feedback(result)
     if text:

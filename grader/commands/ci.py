@@ -38,11 +38,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
+from ..exports import write_exports
 from ..paths import ROOT, LabPaths, discover_labs
 from ..exports import write_exports
 from ..result import GradeResult
 from ..rubric import RubricError, load_rubric
-from ._common import choose_labs, table, write_result
+from ._common import (GradingFlags, add_grading_flags, grade_submission, labs_or_say, table,
+                      write_result)
 
 HELP = "grade the labs a pull request touches (GitHub Actions): summary, artifacts, comment"
 MARKER = "<!-- cml-grader -->"
@@ -68,10 +70,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "checkout of the base branch (default: this checkout)")
     p.add_argument("--no-comment", action="store_true",
                    help="write the summary and files only; post nothing")
-    p.add_argument("--seed", type=int, default=None, help="seed of tests and bench")
-    p.add_argument("--no-gpu", action="store_true", help="grade without the GPU parts")
-    p.add_argument("--build-timeout", type=float, default=None, help=argparse.SUPPRESS)
-    p.add_argument("--test-timeout", type=float, default=None, help=argparse.SUPPRESS)
+    add_grading_flags(p, "seed of tests and bench", "grade without the GPU parts",
+                      show_timeouts=False)
     p.add_argument("--work-dir", type=Path, default=None, help=argparse.SUPPRESS)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
@@ -153,8 +153,7 @@ def touched_labs(files: list[str], labs: list[LabPaths]) -> list[LabPaths]:
 
 def _grade(submission: Path, labs: list[LabPaths], args: argparse.Namespace) -> tuple[
         GradeResult, int]:
-    from . import grade as grade_cmd
-    return grade_cmd.grade_with(args, submission, labs, args.work_dir)
+    return grade_submission(submission, labs, GradingFlags.of(args), args.work_dir, args.quiet)
 
 
 # ---------------------------------------------------------------- the pull-request comment
@@ -276,10 +275,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str] | None = None,
     out: Path = args.out
 
     if args.labs:
-        try:
-            labs = choose_labs([args.labs])
-        except KeyError as err:
-            print(f"ci: {err.args[0]}", file=sys.stderr)
+        labs = labs_or_say("ci", [args.labs])
+        if labs is None:
             return 1
         how = f"the labs asked for ({args.labs})"
     else:
@@ -309,13 +306,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str] | None = None,
     print(f"ci: grading {', '.join(lab.folder for lab in labs)} ({how})", file=sys.stderr)
     result, status = grade_fn(submission, labs, args)
     write_result(result, out)
-    written = []
-    try:
-        formats = [f for f in FORMATS if f in _known_formats()]
-        written = write_exports(result, out, formats)
-    except ValueError as err:
-        print(f"ci: exports not written: {err}", file=sys.stderr)
-        status = status or 1
+    written = write_exports(result, out, FORMATS)
     markdown = (out / "summary.md").read_text(encoding="utf-8") if (
         out / "summary.md").is_file() else f"Grading wrote no summary: see {out}/result.json\n"
     (out / "comment.md").write_text(comment_body(markdown), encoding="utf-8")
@@ -330,8 +321,3 @@ def run(args: argparse.Namespace, env: Mapping[str, str] | None = None,
     print(f"ci: wrote {out / 'result.json'}" + "".join(f", {p}" for p in written),
           file=sys.stderr)
     return status
-
-
-def _known_formats() -> set[str]:
-    from ..exports import FORMATS as known
-    return set(known)

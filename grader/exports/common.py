@@ -75,7 +75,7 @@ def lab_reason(lab: LabResult) -> str:
     reasons = [part_reason(p) for p in lab.parts
                if part_outcome(p) != PASS and part_reason(p)]
     if not reasons and lab.points < lab.max_points - EPS:
-        reasons = [lab.build.get("reason") or "No part of this lab was graded."]
+        reasons = ["No part of this lab was graded."]
     if not reasons:
         return ""
     first = one_line(reasons[0], 160)
@@ -203,12 +203,13 @@ def score_items(lab: LabResult) -> list[Item]:
 def timing_summary(lab: LabResult) -> dict[str, float | None]:
     """Median kernel time (ms), speedup over the baseline and speed relative to the
     reference, from lab.timing; None where not measured."""
-    t = lab.timing or {}
-    student = t.get("student") or {}
-    ms = (student.get("candidate_ms") or {}).get("median") if isinstance(student, dict) else None
-    s_speed = t.get("student_speedup")
-    r_speed = t.get("reference_speedup")
-    check = student.get("verification") if isinstance(student, dict) else None
+    t = lab.timing
+    student = t.student if t is not None else None
+    ms = (student.candidate_ms or {}).get("median") if student is not None and \
+        isinstance(student.candidate_ms, dict) else None
+    s_speed = t.student_speedup if t is not None else None
+    r_speed = t.reference_speedup if t is not None else None
+    check = student.verification if student is not None else None
     # A kernel whose timed output was wrong has no meaningful speed: show none.
     wrong = isinstance(check, dict) and check.get("checked") and not check.get("passed")
     if wrong:

@@ -12,6 +12,7 @@ Plots (each one <svg>, drawn only when the data is in the result):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -168,8 +169,7 @@ def _num(value: Any) -> float | None:
 def bench_side(lab: LabResult, side: str) -> dict[str, Any]:
     """The `cases` (list), `metrics` (dict) and `plots` (list) of one side ("student" or
     "reference") of a lab's bench, from lab.timing[side]; empty when not kept."""
-    t = lab.timing or {}
-    d = t.get(side) if isinstance(t.get(side), dict) else {}
+    d = _side(lab, side)
     cases = d.get("cases") if isinstance(d.get("cases"), list) else []
     metrics = d.get("metrics") if isinstance(d.get("metrics"), dict) else {}
     plots = d.get("plots") if isinstance(d.get("plots"), list) else []
@@ -179,9 +179,13 @@ def bench_side(lab: LabResult, side: str) -> dict[str, Any]:
                       and isinstance(p.get("points"), list)]}
 
 
-def _samples(side: Any) -> list[float]:
-    if not isinstance(side, dict):
-        return []
+def _side(lab: LabResult, side: str) -> dict[str, Any]:
+    """lab.timing.student or .reference (a BenchSummary) as a plain dict; {} when absent."""
+    summary = getattr(lab.timing, side, None) if lab.timing is not None else None
+    return dataclasses.asdict(summary) if dataclasses.is_dataclass(summary) else {}
+
+
+def _samples(side: dict[str, Any]) -> list[float]:
     speedup = side.get("speedup")
     samples = speedup.get("samples") if isinstance(speedup, dict) else None
     return [float(v) for v in samples or [] if _num(v) is not None]
@@ -314,7 +318,7 @@ def _lab_section(lab: LabResult) -> list[str]:
                        + (f' <span class="why">— {esc(note)}</span>' if note else "")
                        + "</li>")
         out.append("</ul></details>")
-    errors = lab.build.get("errors") if isinstance(lab.build, dict) else None
+    errors = lab.build.errors if lab.build is not None else None
     if errors:
         out.append("<details open><summary>Compiler errors</summary><pre>"
                    + esc("\n".join(str(e) for e in errors[:30])) + "</pre></details>")
@@ -347,8 +351,8 @@ def to_html(result: GradeResult) -> str:
                    timing_summary(lab)["reference_speedup"]) for lab in result.labs
                   if timing_summary(lab)["speedup"] is not None
                   or timing_summary(lab)["reference_speedup"] is not None]
-    strip_rows = [(f"Lab {lab_number(lab)}", _samples((lab.timing or {}).get("student")),
-                   _samples((lab.timing or {}).get("reference"))) for lab in result.labs]
+    strip_rows = [(f"Lab {lab_number(lab)}", _samples(_side(lab, "student")),
+                   _samples(_side(lab, "reference"))) for lab in result.labs]
     strip_rows = [r for r in strip_rows if r[1] or r[2]]
     if speed_rows or strip_rows:
         out += ["<h2>Speed</h2>", '<div class="plots">']

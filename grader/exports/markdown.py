@@ -76,7 +76,7 @@ def _details(lab: LabResult) -> list[str]:
             hidden = " (hidden)" if test.hidden else ""
             out.append(f"- {ICONS[outcome]} {_inline(test.name)}{hidden}"
                        + (f" — {_inline(note)}" if note else ""))
-    errors = lab.build.get("errors") if isinstance(lab.build, dict) else None
+    errors = lab.build.errors if lab.build is not None else None
     if errors:
         out += ["", "Compiler errors:", "", "```text", *[str(e) for e in errors][:20], "```"]
     out += ["", "</details>", ""]

@@ -54,7 +54,7 @@ def ungradable_reasons(result: GradeResult) -> list[str]:
         build = next((p for p in lab.parts if p.kind == "build"), None)
         if build is None or not build.reason:
             return []  # this lab was built and graded
-        errors = lab.build.get("errors") if isinstance(lab.build, dict) else None
+        errors = lab.build.errors if lab.build is not None else None
         reasons.append(f"Lab {lab.lab[:2]}: {build.reason.strip()}"
                        + ("" if not errors or str(errors[0]) in build.reason
                           else "\n" + "\n".join(str(e) for e in errors[:8])))

@@ -26,7 +26,25 @@ class CliTest(unittest.TestCase):
         args = build_parser().parse_args(["grade", "sub", "--labs", "04,05", "--out", "o",
                                           "--format", "junit", "--seed", "3"])
         self.assertEqual((args.labs, str(args.out), args.format, args.seed),
-                         ("04,05", "o", "junit", 3))
+                         ("04,05", "o", ["junit"], 3))
+        self.assertEqual(build_parser().parse_args(["grade", "sub", "--format", ""]).format, [])
+
+    def test_unknown_export_format_is_refused_before_grading(self):
+        for argv in (["grade", "sub", "--format", "junit,pdf"],
+                     ["batch", "subs", "--out", "o", "--format", "csv"]):
+            err = io.StringIO()
+            with self.assertRaises(SystemExit) as stop, contextlib.redirect_stderr(err):
+                build_parser().parse_args(argv)
+            self.assertEqual(stop.exception.code, 2)
+            self.assertIn("unknown export format", err.getvalue())
+
+    def test_grading_commands_share_the_grading_flags(self):
+        from grader.commands._common import GradingFlags
+        for argv in (["grade", "sub"], ["check", "04"], ["ci"], ["batch", "subs"]):
+            args = build_parser().parse_args(argv + ["--seed", "9", "--no-gpu",
+                                                     "--build-timeout", "5",
+                                                     "--test-timeout", "6"])
+            self.assertEqual(GradingFlags.of(args), GradingFlags(9, True, 5.0, 6.0), argv)
 
     def test_list_shows_lab_04_and_its_file(self):
         _status, text = run(["list"])
@@ -57,7 +75,7 @@ class CliTest(unittest.TestCase):
 
 class MemorySafetyGateTest(unittest.TestCase):
     def test_sanitizer_points_need_the_checked_cases_to_pass(self):
-        from grader.pipeline import memory_safety_gate
+        from grader.scoring import memory_safety_gate
         from grader.testrun import Case, CaseRun
         cases = [Case("small", ("lab04", "gpu", "sanitizer")), Case("big", ("lab04", "gpu"))]
         runs = {"small": CaseRun("small", cases[0].tags, "failed")}

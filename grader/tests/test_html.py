@@ -229,8 +229,8 @@ class HtmlReportTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             args = build_parser().parse_args(["grade", tmp, "--labs", "04", "--out", tmp,
                                               "--format", "junit", "--html", "-q"])
-            with mock.patch.object(grade_cmd, "grade_with", return_value=(self.result, 0)), \
-                    mock.patch("sys.stdout"):
+            with mock.patch.object(grade_cmd, "grade_submission",
+                                   return_value=(self.result, 0)), mock.patch("sys.stdout"):
                 self.assertEqual(grade_cmd.run(args), 0)
             self.assertTrue((Path(tmp) / "report.html").is_file())
             self.assertTrue((Path(tmp) / "junit.xml").is_file())

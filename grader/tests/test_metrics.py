@@ -71,7 +71,7 @@ class MetricRun(unittest.TestCase):
             ctx = measure.Context(run_dir=Path(tmp), env={}, identity=None, seed=7, timeout=60,
                                   binary=lambda kind: Path(f"/grade/bin/lab_{kind}"),
                                   counter=[0])
-            return measure.metric_part(metric, ctx, set(groups))
+            return scoring.metric_part(metric, measure.metric(metric, ctx), set(groups))
 
 
 class NcuCommandTest(unittest.TestCase):

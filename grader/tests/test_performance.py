@@ -1,6 +1,7 @@
-"""measure.performance() on bench documents of schema cml-bench/2: the harness's verdicts on
-the scored comparison (whole-output verification, launches per call, determinism, the
-host-time review flag) decide the speed part before any speed is scored.
+"""measure.performance() and scoring.performance_part() on bench documents of schema
+cml-bench/2: the harness's verdicts on the scored comparison (whole-output verification,
+launches per call, determinism, the host-time review flag) decide the speed part before any
+speed is scored.
 
 The fixtures in data/bench_v2/ are lab 04's bench as it ran on an H100 (verified.json,
 reference.json), and the same document with one timed sample wrong (mismatch.json), work
@@ -17,7 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
 
-from grader import measure, parsers
+from grader import measure, parsers, scoring
 from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import Performance
 
@@ -51,8 +52,10 @@ class PerformanceTest(unittest.TestCase):
             self.assertEqual(trusted, binary.name == "lab04_bench_solution")
             return copy.deepcopy(docs[binary.name]), "", None
 
+        perf = self.rubric.performance
         with mock.patch.object(measure, "run_bench", fake_run):
-            return measure.performance(self.rubric, self.ctx, set(groups))
+            runs = measure.performance(perf, self.ctx)
+        return scoring.performance_part(perf, runs, set(groups)), runs.timing
 
     def test_all_verified_is_scored(self):
         part, timing = self.grade(load("verified.json"))
@@ -185,6 +188,59 @@ class FixtureShapeTest(unittest.TestCase):
         for case in doc["cases"]:
             for key in ("ms", "verification", "launches", "review", "gbytes_per_s"):
                 self.assertIn(key, case)
+
+
+class GpuSectionTest(unittest.TestCase):
+    """The measurement stage runs each GPU measurement inside Options.gpu_section."""
+
+    def test_every_gpu_measurement_runs_inside_its_section(self):
+        import contextlib
+
+        from grader.result import LabResult
+        from grader.rubric import MemorySafety, Metric
+        from grader.stages import measure as stage
+        from grader.stages.tests import RunPlace, TestRuns
+        from grader.testrun import Case, CaseRun
+
+        log: list[str] = []
+
+        @contextlib.contextmanager
+        def section(name):
+            log.append(f"enter {name}")
+            yield
+            log.append(f"leave {name}")
+
+        def measured(name, value):
+            def fake(*_args):
+                log.append(name)
+                return value
+            return fake
+
+        rubric = SimpleNamespace(
+            memory_safety=MemorySafety(points=10, tests="[s]", tools=["memcheck"]),
+            performance=Performance(points=20, bench_args=[], comparison="tiled",
+                                    requires=[]),
+            metrics=[Metric(name="m", metric="x.sum", points=0)])
+        job = SimpleNamespace(
+            rubric=rubric, seed=7, test_timeout=60, has_gpu=True, gpu_section=section,
+            say=lambda text: None, lab=SimpleNamespace(folder="04_tiled_matmul"),
+            trees=SimpleNamespace(run_env={}, identity=None))
+        place = RunPlace(Path("/run"), None, {})
+        case = Case("small", ("lab04", "gpu", "s"))
+        tested = TestRuns([case], {"small": CaseRun("small", case.tags, "passed")})
+        lab = LabResult("04_tiled_matmul", "Tiled", 0.0, 30.0)
+        unmeasured = "Not measured: test."
+        with mock.patch.object(measure, "memory_safety", measured(
+                "sanitizer", measure.SanitizerRuns(unmeasured=unmeasured))), \
+                mock.patch.object(measure, "performance", measured(
+                    "bench", measure.BenchRuns(unmeasured=unmeasured))), \
+                mock.patch.object(measure, "metric", measured(
+                    "profiler", measure.MetricRun(unmeasured=unmeasured))):
+            stage.run(job, place, tested, set(), lab)
+        self.assertEqual(log, ["enter sanitizer", "sanitizer", "leave sanitizer",
+                               "enter bench", "bench", "leave bench",
+                               "enter profiler", "profiler", "leave profiler"])
+        self.assertEqual([p.kind for p in lab.parts], ["memory_safety", "performance", "metric"])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,126 @@
+"""Build stages: the grader's reference targets, then the student's library (compiled alone
+in its jail) linked with the grader's tests and bench."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import workspace
+from ..paths import ROOT
+from ..result import GRADED, BuildRecord, PartResult
+from .job import LabJob
+
+STUDENT_KINDS = ("tests_student", "hidden_student", "bench_student")
+KINDS = STUDENT_KINDS + ("tests_solution", "bench_solution")
+
+
+@dataclass
+class StudentBuild:
+    """The student's build: `compiled` when the library compiled (the static checks can
+    run), `outcome` the build as a whole (compiled and linked)."""
+
+    compiled: bool
+    outcome: workspace.BuildOutcome
+    errors: list[str] = field(default_factory=list)  # compiler errors, paths as submitted
+
+    def record(self, errors: list[str] | None = None) -> BuildRecord:
+        return BuildRecord(self.outcome.ok, round(self.outcome.seconds, 1),
+                           self.errors if errors is None else errors, self.outcome.timed_out)
+
+
+def _has(job: LabJob, pattern: str, where: str = "lab") -> bool:
+    folder = job.lab.lab_dir if where == "lab" else job.lab.solution_dir
+    return any(folder.glob(pattern))
+
+
+def reference(job: LabJob) -> None:
+    """The reference's targets (the grader's own code), first. A student's copy has no
+    solutions/: no reference, so speed against it is not measured. Raises RuntimeError when
+    the reference does not build (the grader's failure, never the student's)."""
+    lab, tag = job.lab, job.lab.tag
+    has_solution = lab.solution_file.is_file()
+    targets = [f"{tag}_tests_solution"] if _has(job, "tests/*.c*") and has_solution else []
+    targets += ([f"{tag}_bench_solution"] if _has(job, "bench/*.c*")
+                and job.rubric.performance and has_solution else [])
+    if not targets:
+        return
+    job.say(f"{lab.folder}: building the reference")
+    built = workspace.cmake_build(job.trees.build, targets, max(job.build_timeout, 600),
+                                  job.trees.build_env)
+    if not built.ok:
+        raise RuntimeError("the reference solution did not build: "
+                           + " | ".join(workspace.compile_errors(built.log_tail, {})[:3]
+                                        or [built.log_tail[-400:]]))
+
+
+def student(job: LabJob) -> StudentBuild:
+    """The student's file alone, in its jail, as the unprivileged user (a tree with no
+    solutions/ and no hidden tests, so nothing of them can be included or embedded); then
+    the grader's tests and bench linked with the library made there (no student source is
+    compiled in the grader's tree; linking runs none of it)."""
+    lab, trees, tag = job.lab, job.trees, job.lab.tag
+    job.say(f"{lab.folder}: building your code")
+    built = workspace.cmake_build(trees.student.build, [f"{tag}_student"], job.build_timeout,
+                                  trees.student.env, identity=trees.student.identity,
+                                  jail=trees.student.jail)
+    compiled = built.ok
+    if compiled:
+        targets = [f"{tag}_tests_student"] if _has(job, "tests/*.c*") else []
+        targets += [f"{tag}_hidden_student"] if _has(job, "tests/*.c*", "solution") else []
+        targets += [f"{tag}_bench_student"] if _has(job, "bench/*.c*") else []
+        if targets:
+            linked = workspace.cmake_build(trees.build, targets, job.build_timeout,
+                                           trees.build_env)
+            built = workspace.BuildOutcome(linked.ok, built.seconds + linked.seconds,
+                                           linked.timed_out, [], linked.log_tail)
+    errors = workspace.compile_errors(built.log_tail, job.student_paths) if not built.ok else []
+    return StudentBuild(compiled, built, errors)
+
+
+def quiet_part(built: StudentBuild) -> PartResult:
+    """The Build part with nothing to say: the build passed, or a static violation (whose
+    part speaks) stopped the lab whatever the linker said."""
+    return PartResult("build", "Build", GRADED, 0.0, 0.0, "",
+                      {"seconds": round(built.outcome.seconds, 1)})
+
+
+def part(job: LabJob, built: StudentBuild) -> PartResult:
+    """The Build part (no points of its own): its reason says why the lab stopped."""
+    outcome = built.outcome
+    if outcome.ok:
+        return quiet_part(built)
+    if outcome.timed_out:
+        reason = (f"The build did not finish within {job.build_timeout:g} s (compile-time "
+                  "recursion or a huge unrolled loop?), so nothing that needs it was graded.")
+    else:
+        reason = "Your code does not compile:\n" + "\n".join(
+            built.errors or [without_paths(outcome.log_tail.strip()[-800:], job.trees.work)])
+    return PartResult("build", "Build", GRADED, 0.0, 0.0, reason,
+                      {"errors": built.errors, "timed_out": outcome.timed_out})
+
+
+def no_submission_part(job: LabJob) -> tuple[PartResult, BuildRecord]:
+    reason = "No submission for this lab: " + "; ".join(job.missing) + "."
+    return (PartResult("build", "Build", GRADED, 0.0, 0.0, reason),
+            BuildRecord(False, 0.0, list(job.missing)))
+
+
+def binaries(job: LabJob) -> dict[str, Path | None]:
+    """The lab's executables by kind (tests_student, bench_solution...), None if not built."""
+    return {k: workspace.binary(job.trees.build, job.lab, k) for k in KINDS}
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def without_paths(text: str, work: Path) -> str:
+    """A log excerpt without the grader's folders in it."""
+    return text.replace(str(work) + os.sep, "").replace(str(ROOT) + os.sep, "")

@@ -1,0 +1,61 @@
+"""What the stages of one lab need: the grade's trees (Trees, made once per grade by
+prepare.py) and the lab's own settings (LabJob)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .. import sandbox
+from ..gpu import GpuSection, no_lock
+from ..paths import LabPaths
+from ..rubric import Rubric
+
+# A lab's test layer, and its GPU measurements together, get this many test timeouts
+# (the rubric's test_timeout_s) at most: honest code needs a fraction of one.
+STAGE_BUDGET = 3
+
+
+@dataclass
+class StudentTree:
+    """Where and how the student's file is compiled: its own trees, in a jail."""
+
+    src: Path
+    build: Path
+    env: dict[str, str]
+    identity: sandbox.Identity | None
+    jail: sandbox.Jail
+
+
+@dataclass
+class Trees:
+    """The folders of one grade. src and build are the grader's (solutions and hidden tests
+    included); the student's file is compiled alone in `student`, whose trees hold neither,
+    and src's build only links the library made there."""
+
+    work: Path
+    src: Path
+    build: Path
+    build_env: dict[str, str]  # the grader's builds
+    run_env: dict[str, str]  # every run of the student's code (scrubbed)
+    identity: sandbox.Identity | None  # the unprivileged user student code runs as
+    student: StudentTree
+
+
+@dataclass
+class LabJob:
+    """One lab to grade: its rubric, where, and how (seed, time limits, GPU or not)."""
+
+    lab: LabPaths  # with root = the grade's src tree
+    rubric: Rubric
+    trees: Trees
+    seed: int
+    build_timeout: float
+    test_timeout: float
+    has_gpu: bool
+    why_no_gpu: str
+    missing: list[str] = field(default_factory=list)  # student files the submission lacks
+    student_paths: dict[str, str] = field(default_factory=dict)  # placed path -> as submitted
+    say: Callable[[str], None] = lambda text: None  # progress
+    gpu_section: GpuSection = no_lock

@@ -1,0 +1,60 @@
+"""One lab through every stage, into its LabResult: build (reference, then the student's),
+static checks, tests, correctness scoring, and, with a GPU, the measurements. A lab that
+stops early (no submission, no build, a static violation) says why in `failure` and every
+part it did not reach scores zero with that reason."""
+
+from __future__ import annotations
+
+from .. import scoring
+from ..result import (BUILD_TIMEOUT, COMPILE_ERROR, NO_SUBMISSION, STATIC_VIOLATION,
+                      LabResult)
+from . import build, measure, static, tests
+from .job import LabJob
+
+
+def grade_lab(job: LabJob, lab_result: LabResult) -> None:
+    rubric = job.rubric
+    build.reference(job)
+    if job.missing:
+        part, lab_result.build = build.no_submission_part(job)
+        lab_result.parts.append(part)
+        lab_result.failure = NO_SUBMISSION
+        scoring.finish_unfinished(lab_result, rubric, part.reason)
+        return
+
+    built = build.student(job)
+    if built.compiled:
+        # Before any of it runs (also when linking failed: a definition that collides with
+        # the harness is better named by the check than by the linker).
+        static_part, violations = static.check(job)
+        lab_result.parts.append(static_part)
+        if violations:
+            lab_result.build = built.record(errors=[])
+            lab_result.parts.insert(0, build.quiet_part(built))
+            lab_result.failure = STATIC_VIOLATION
+            scoring.finish_unfinished(lab_result, rubric, static.stopped_reason(violations))
+            return
+    lab_result.build = built.record()
+    lab_result.parts.insert(0, build.part(job, built))
+    if not built.outcome.ok:
+        lab_result.failure = BUILD_TIMEOUT if built.outcome.timed_out else COMPILE_ERROR
+        scoring.finish_unfinished(lab_result, rubric, "Not graded: the build failed (see Build).")
+        return
+
+    binaries = build.binaries(job)
+    for kind in build.STUDENT_KINDS:
+        if binaries[kind]:
+            lab_result.binaries[binaries[kind].name] = build.sha256(binaries[kind])
+    place, canonical = tests.prepare(job, binaries)
+    tested = tests.run(job, place, canonical)
+    scored = scoring.correctness(rubric, tested.canonical, tested.runs, job.has_gpu,
+                                 job.why_no_gpu)
+    lab_result.parts += scored.parts
+    lab_result.tests += scored.tests
+    lab_result.build.test_runs = tested.log
+
+    if not job.has_gpu:
+        lab_result.parts += scoring.not_graded_parts(rubric, job.why_no_gpu)
+        return
+    measure.run(job, place, tested, scored.full_groups, lab_result)
+

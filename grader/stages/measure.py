@@ -1,0 +1,60 @@
+"""GPU measurement stage: memory safety (compute-sanitizer), speed (the bench, student and
+reference) and profiler metrics (ncu), each inside the GPU section, scored by
+grader/scoring.py. Only with a CUDA device."""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+from .. import measure, scoring
+from ..result import LabResult
+from .job import STAGE_BUDGET, LabJob
+from .tests import TEST_KINDS, RunPlace, TestRuns
+
+
+@contextmanager
+def _section(job: LabJob, stage: str, ctx: measure.Context) -> Iterator[None]:
+    """The GPU section of `stage`; time spent waiting to enter it (another grader's GPU
+    work) does not count against the lab's GPU time."""
+    asked = time.monotonic()
+    with job.gpu_section(stage):
+        ctx.deadline += time.monotonic() - asked
+        yield
+
+
+def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
+        out: LabResult) -> None:
+    """Each GPU part, scored, into `out` as soon as it is known (a later stage's failure
+    keeps what came before); the bench's Timing record into out.timing."""
+    rubric, trees = job.rubric, job.trees
+    ctx = measure.Context(place.run_dir, trees.run_env, trees.identity, job.seed,
+                          job.test_timeout, place.binaries.get, [0], jail=place.jail,
+                          deadline=time.monotonic() + STAGE_BUDGET * job.test_timeout)
+    folder = job.lab.folder
+    ms = rubric.memory_safety
+    if ms:
+        job.say(f"{folder}: compute-sanitizer")
+        kinds = [(k, ms.tests) for k in TEST_KINDS
+                 if any(c.matches(ms.tests) and c.hidden == (k == "hidden_student")
+                        for c in tested.canonical)]
+        gate = scoring.memory_safety_gate(tested.canonical, tested.runs, ms.tests)
+        runs = None
+        if not gate:
+            with _section(job, "sanitizer", ctx):
+                runs = measure.memory_safety(ms, ctx, kinds)
+        out.parts.append(scoring.memory_safety_part(ms, runs, gate))
+    perf = rubric.performance
+    if perf:
+        job.say(f"{folder}: timing the bench (yours and the reference)")
+        with _section(job, "bench", ctx):
+            bench = measure.performance(perf, ctx)
+        out.parts.append(scoring.performance_part(perf, bench, full_groups))
+        out.timing = bench.timing
+    if rubric.metrics:
+        with _section(job, "profiler", ctx):
+            for entry in rubric.metrics:
+                job.say(f"{folder}: profiling ({entry.name[:40]})")
+                out.parts.append(scoring.metric_part(entry, measure.metric(entry, ctx),
+                                                     full_groups))

@@ -1,0 +1,117 @@
+"""The grade's trees, made once for every lab: the work folder, the submission as read, the
+pristine copy (src, build), the student's tree (student-src, student-build) with the
+submitted files placed, the rubrics, and CMake configured in both trees."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .. import sandbox, workspace
+from ..paths import LabPaths
+from ..rubric import Rubric, RubricError, load_rubric
+from .job import StudentTree, Trees
+
+
+@dataclass
+class Prepared:
+    """The trees and, per lab that has a readable rubric, the rubric, the student files the
+    submission lacks and where the submitted ones were placed. `problem`: why grading could
+    not start (a grader error); `unconfigured`: why CMake could not configure (every lab is
+    then recorded as not graded)."""
+
+    trees: Trees | None = None
+    labs: list[LabPaths] = field(default_factory=list)
+    rubrics: dict[str, Rubric] = field(default_factory=dict)
+    missing: dict[str, list[str]] = field(default_factory=dict)
+    student_paths: dict[str, dict[str, str]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)  # grader errors (rubrics, configure...)
+    unconfigured: bool = False
+    sandbox: dict = field(default_factory=dict)  # how student code is contained (result.json)
+
+
+def trees(work: Path, submission: Path, source_root: Path, labs: list[LabPaths],
+          has_gpu: bool, build_timeout: float | None,
+          say: Callable[[str], None]) -> Prepared:
+    out = Prepared()
+    identity = sandbox.unprivileged_identity()
+    isolation = sandbox.isolation()
+    out.sandbox = isolation.as_dict()
+    if not isolation.jailed:
+        say(f"warning: student code is not jailed: {isolation.why}")
+    work.mkdir(parents=True, exist_ok=True)
+    work.chmod(0o755)
+    if identity is not None:
+        closed = sandbox.reachable_by_others(work.parent)
+        if closed is not None:
+            out.errors.append(f"the work folder {work} cannot be reached by the user "
+                              f"'{identity.name}' that runs student code ({closed} is "
+                              "closed to others): choose a --work-dir under an open folder")
+            return out
+    src, build = work / "src", work / "build"
+    student_src, student_build = work / "student-src", work / "student-build"
+    home = sandbox.make_shared_dir(work / "home", identity)
+    build_env = workspace.default_env(work / "build-home")
+    (work / "build-home").mkdir(exist_ok=True)
+    student_env = dict(build_env)
+    run_env = sandbox.scrubbed_env(home)
+    if isolation.jailed:  # a jail has a private /tmp and nothing else to write to
+        student_env.update(HOME="/tmp", TMPDIR="/tmp")
+        run_env.update(HOME="/tmp", TMPDIR="/tmp")
+    if not has_gpu:
+        run_env["CUDA_VISIBLE_DEVICES"] = ""  # the test main then skips [gpu] cases
+
+    try:
+        tree = workspace.submission_tree(submission, work / "submission")
+    except (OSError, RuntimeError, subprocess.SubprocessError) as err:
+        out.errors.append(f"cannot read the submission: {err}")
+        return out
+
+    say("copying the pristine tree")
+    if src.exists() and (src / "solutions").exists():
+        (src / "solutions").chmod(0o755)
+    workspace.copy_pristine(source_root, src, labs)
+    shutil.rmtree(student_src, ignore_errors=True)  # nothing of an earlier submission stays
+    workspace.copy_student_tree(source_root, student_src, labs)
+    sandbox.make_shared_dir(student_build, identity)
+
+    for lab in labs:
+        try:
+            out.rubrics[lab.folder] = load_rubric(LabPaths(lab.folder, lab.number, lab.topic,
+                                                           src))
+        except (RubricError, OSError) as err:
+            out.errors.append(f"{lab.folder}: {err}")
+    out.labs = [lab for lab in labs if lab.folder in out.rubrics]
+    for lab in out.labs:
+        rubric = out.rubrics[lab.folder]
+        out.missing[lab.folder] = [problem for rel in rubric.student_files
+                                   if (problem := workspace.place_student_file(
+                                       tree, rel, student_src))]
+        out.student_paths[lab.folder] = {str(student_src / rel): rel
+                                         for rel in rubric.student_files}
+    if not out.labs:
+        return out
+
+    student = StudentTree(student_src, student_build, student_env, identity,
+                          workspace.student_jail(student_src, student_build))
+    out.trees = Trees(work, src, build, build_env, run_env, identity, student)
+    timeout = max(build_timeout or out.rubrics[lab.folder].build_timeout_s for lab in out.labs)
+    say("configuring (CMake)")
+    configured = workspace.cmake_configure(src, build, out.labs, timeout, build_env,
+                                           [f"-DCML_STUDENT_BUILD={student_build}"])
+    if configured.ok:
+        # The student's tree is built for exactly the GPU architectures of the grader's.
+        arch = workspace.cache_value(build, "CMAKE_CUDA_ARCHITECTURES") or "75"
+        configured = workspace.cmake_configure(
+            student_src, student_build, out.labs, timeout, student_env,
+            ["-DCML_BUILD_TESTS=OFF", f"-DCMAKE_CUDA_ARCHITECTURES={arch}",
+             "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"],
+            identity=identity, jail=student.jail)
+    if not configured.ok:
+        out.errors.append("CMake could not configure the pristine tree: "
+                          + " | ".join(configured.errors or [configured.log_tail[-500:]]))
+        out.unconfigured = True
+    return out

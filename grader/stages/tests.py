@@ -1,0 +1,111 @@
+"""Test stage: the reference's binary lists the cases (public and hidden), the reference is
+locked away, and each test layer (host, then GPU) of the student's binaries runs in the run
+jail, as the unprivileged user."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from .. import sandbox, workspace
+from ..testrun import Case, CaseRun, Runner, list_cases
+from .job import STAGE_BUDGET, LabJob
+
+HOST_SPEC, GPU_SPEC = "~[gpu]", "[gpu]"
+TEST_KINDS = ("tests_student", "hidden_student")
+
+
+@dataclass
+class RunPlace:
+    """Where the student's code runs from here on: a jail that holds only its binaries (at
+    /cml/bin), the run folder (at /cml/run) and, for GPU work, the device nodes."""
+
+    run_dir: Path
+    jail: sandbox.Jail
+    binaries: dict[str, Path | None]
+
+
+@dataclass
+class TestRuns:
+    """What the tests stage found: every case the rubric may count (`canonical`), the
+    result of each case that ran, and the re-runs of crashed binaries."""
+
+    canonical: list[Case]
+    runs: dict[str, CaseRun] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)
+
+
+def prepare(job: LabJob, binaries: dict[str, Path | None]) -> tuple[RunPlace, list[Case]]:
+    """Lists the cases, locks the reference away and makes the run jail. The case list
+    comes from the reference's binary; a student's copy has no solutions/, so there the
+    public binary lists its own cases."""
+    trees = job.trees
+    lister = binaries["tests_solution"] or binaries["tests_student"]
+    canonical = list_cases(lister, trees.run_env) if lister else []
+    if trees.identity is not None:
+        workspace.lock_down(trees.src, trees.build, [job.lab])
+    run_dir = trees.work / "run" / job.lab.folder
+    shutil.rmtree(run_dir, ignore_errors=True)  # never read a report left by an earlier run
+    sandbox.make_shared_dir(run_dir, trees.identity)
+    jail = sandbox.Jail(gpu=job.has_gpu).add(run_dir, sandbox.JAIL_ROOT + "/run", writable=True)
+    for kind in ("tests_student", "hidden_student", "bench_student"):
+        if binaries[kind]:
+            jail.add(binaries[kind], f"{sandbox.JAIL_ROOT}/bin/{binaries[kind].name}")
+    return RunPlace(run_dir, jail, binaries), canonical
+
+
+@contextmanager
+def _layer_section(job: LabJob, layer: str) -> Iterator[None]:
+    if layer == "gpu":
+        with job.gpu_section("tests"):
+            yield
+    else:
+        yield
+
+
+def run(job: LabJob, place: RunPlace, canonical: list[Case]) -> TestRuns:
+    """The host layer, then (with a GPU, inside the GPU section) the GPU layer, each within
+    a time limit of its own."""
+    trees = job.trees
+    runner = Runner(place.run_dir, trees.run_env, trees.identity, job.seed, job.test_timeout,
+                    jail=place.jail)
+    found = TestRuns(canonical)
+    layers = [("host", HOST_SPEC)] + ([("gpu", GPU_SPEC)] if job.has_gpu else [])
+    for layer, spec in layers:
+        with _layer_section(job, layer):
+            runner.deadline = time.monotonic() + STAGE_BUDGET * job.test_timeout
+            for kind in TEST_KINDS:
+                binary = place.binaries[kind]
+                if binary is None:
+                    continue
+                expected = [c for c in canonical if c.matches(spec)
+                            and (c.hidden == (kind == "hidden_student"))]
+                if not expected:
+                    continue
+                job.say(f"{job.lab.folder}: running {layer} tests ({binary.name})")
+                runs, _outcome = runner.run_layer(binary, spec, expected)
+                found.runs.update(runs)
+    for case_run in found.runs.values():
+        case_run.messages = shown_messages(case_run.messages, "hidden" in case_run.tags,
+                                           trees.src)
+    found.log = list(runner.log)
+    return found
+
+
+def shown_messages(messages: list[str], hidden: bool, src: Path) -> list[str]:
+    """Messages as the student may see them: work-tree paths made relative; for hidden
+    tests, no line of the hidden test's source (only what the checks themselves report)."""
+    prefix = str(src) + os.sep
+    shown = []
+    for msg in messages:
+        if hidden and (prefix + "solutions" in msg or "solutions/" in msg.split(":", 1)[0]):
+            continue
+        shown.append(msg.replace(prefix, ""))
+    if hidden and len(shown) < len(messages):
+        shown.append("(the hidden test's own source lines are not shown)")
+    return shown
