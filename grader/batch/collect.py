@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ..atomic import write_atomic
 from ..exports.common import fmt_points
-from ..result import CRASHED, ERROR, FAILED, TIMEOUT, GradeResult
+from ..result import (BUILD_TIMEOUT, COMPILE_ERROR, CRASHED, ERROR, FAILED, GRADER_ERROR,
+                      NO_SUBMISSION, NOT_CONFIGURED, STATIC_VIOLATION, TIMEOUT, GradeResult)
 from .fingerprint import grader_fingerprint
 from .plan import PLAN_SCHEMA, TIMED_OUT, Plan, Stamp, load_result, read_stamp
 
@@ -27,16 +28,18 @@ def failure_kind(result: GradeResult, lab_name: str, stamp: Stamp | None) -> str
         return "timeout"
     if lab is None:
         return "grader error"
-    if any(lab_name in e and "grader failed" in e for e in result.errors):
+    if lab.failure in (GRADER_ERROR, NOT_CONFIGURED):
         return "grader error"
-    parts = {p.kind: p for p in lab.parts}
-    build = parts.get("build")
-    if lab.build.get("timed_out") or any(t.status == TIMEOUT for t in lab.tests):
+    if lab.failure == BUILD_TIMEOUT or any(t.status == TIMEOUT for t in lab.tests):
         return "timeout"
-    if build is not None and build.reason:
-        return "no submission" if build.reason.startswith("No submission") else "compile error"
-    static = parts.get("static")
-    if static is not None and static.reason:
+    kinds = {NO_SUBMISSION: "no submission", COMPILE_ERROR: "compile error",
+             STATIC_VIOLATION: "static violation"}
+    if lab.failure in kinds:
+        return kinds[lab.failure]
+    parts = {p.kind: p for p in lab.parts}  # a result.json written before `failure` existed
+    if lab.failure is None and parts.get("build") is not None and parts["build"].reason:
+        return "compile error"
+    if lab.failure is None and parts.get("static") is not None and parts["static"].reason:
         return "static violation"
     if any(t.status in (CRASHED, ERROR) for t in lab.tests):
         return "crash"

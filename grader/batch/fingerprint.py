@@ -46,26 +46,34 @@ def grader_fingerprint(plan: Plan) -> str:
 
 def grading_modules(package: Path, start: str = "pipeline") -> list[Path]:
     """The grader's modules that grading runs: `pipeline` and what it imports, followed
-    through the package (not the commands, exports, batch or release)."""
-    seen: set[str] = set()
-    todo = [start]
+    through the package and its subpackages (grader/stages/), not the commands, exports,
+    batch or release."""
+    seen: set[Path] = set()
+    todo = [start]  # dotted names relative to the package, e.g. "stages.lab"
     while todo:
         name = todo.pop()
-        path = package / f"{name}.py"
-        if name in seen or not path.is_file():
+        base = package.joinpath(*name.split("."))
+        path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+        if path in seen or not path.is_file():
             continue
-        seen.add(name)
+        seen.add(path)
         try:
             tree = ast.parse(path.read_text())
         except (OSError, SyntaxError):
             continue
+        here = name.split(".")[:-1] if path.name != "__init__.py" else name.split(".")
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                if node.module:
-                    todo.append(node.module.split(".")[0])
-                else:
-                    todo += [alias.name for alias in node.names]
-    return sorted(package / f"{name}.py" for name in seen)
+            if not isinstance(node, ast.ImportFrom) or node.level == 0:
+                continue
+            parent = here[:len(here) - (node.level - 1)] if node.level > 1 else here
+            if node.level - 1 > len(here):
+                continue  # outside the package
+            prefix = ".".join(parent + ([node.module] if node.module else []))
+            todo += [f"{prefix}.{alias.name}" if prefix else alias.name
+                     for alias in node.names]
+            if node.module:
+                todo.append(prefix)
+    return sorted(seen)
 
 
 def student_files(plan: Plan) -> list[str]:

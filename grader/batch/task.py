@@ -73,7 +73,7 @@ def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: boo
         status = INTERRUPTED
         result.errors.append(f"interrupted ({why}); the results are incomplete")
     except Exception as err:  # noqa: BLE001  the grader's own failure, recorded
-        result.errors.append(f"the grader failed: {type(err).__name__}: {err}")
+        result.errors.append(pipeline.grader_failed(err))
         status = GRADER_ERROR
     finally:
         signal.alarm(0)
