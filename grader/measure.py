@@ -326,6 +326,7 @@ class BenchRuns:
     review_problem: str | None = None
     launches: Any = None  # the student's call's launch counts (bench JSON)
     review: Any = None  # the harness's review flag (bench JSON)
+    student_doc: dict[str, Any] | None = None  # the student's whole bench JSON ([stretch])
 
 
 def performance(perf: Performance, ctx: Context) -> BenchRuns:
@@ -362,6 +363,7 @@ def performance(perf: Performance, ctx: Context) -> BenchRuns:
     except ValueError as err:
         runs.failed = str(err)
         return runs
+    runs.student_doc = student
     timing.student = benchdoc.summary(comp, student)
     timing.student_speedup = benchdoc.number(comp, "speedup", "median")
     timing.reference_speedup = benchdoc.number(ref_comp, "speedup", "median")

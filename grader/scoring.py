@@ -13,12 +13,13 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
+from . import benchdoc
 from .result import (FAILED, GRADED, NOT_GRADED, NOT_MEASURED, NOT_RUN, PASSED, REVIEW,
                      GradeResult, LabResult, PartResult, TestResult)
 
 if TYPE_CHECKING:  # the measurements' types only; scoring runs nothing
     from .measure import BenchRuns, MetricRun, SanitizerRuns
-    from .rubric import MemorySafety, Metric, Performance, Rubric
+    from .rubric import MemorySafety, Metric, Performance, Rubric, Stretch
     from .testrun import Case
 
 ROUND = 4  # decimal places kept in points
@@ -291,10 +292,8 @@ def correctness(rubric: "Rubric", canonical: "list[Case]", runs: dict, has_gpu: 
                                         "problem).", details))
             continue
         if gpu_cases and not has_gpu:
-            details["host_passed"] = sum(1 for c in passed if "gpu" not in c.tags)
-            out.parts.append(PartResult("correctness", group.name, NOT_GRADED, 0.0,
-                                        group.points, not_graded_reason("correctness"),
-                                        {**details, "why": why_no_gpu}))
+            out.parts.append(_pending_gpu_part(group, cases, gpu_cases, passed, share,
+                                               details, why_no_gpu))
             continue
         points = group_points(len(passed), len(cases), group.points)
         if len(passed) == len(cases):
@@ -308,7 +307,41 @@ def correctness(rubric: "Rubric", canonical: "list[Case]", runs: dict, has_gpu: 
                 reason += f". Hint: {group.hint}"
         out.parts.append(PartResult("correctness", group.name, GRADED, points, group.points,
                                     reason, details))
+    for group, part in zip(rubric.correctness, out.parts):
+        if group.bonus:
+            as_bonus(part)
     return out
+
+
+def as_bonus(part: PartResult) -> PartResult:
+    """A bonus part: what it earns comes on top of the lab's maximum, so its maximum is 0
+    and the points it offers are kept in details["bonus"]."""
+    part.details = {**part.details, "bonus": part.max_points}
+    part.max_points = 0.0
+    return part
+
+
+def _pending_gpu_part(group, cases: list, gpu_cases: list, passed: list, share: float,
+                      details: dict, why_no_gpu: str) -> PartResult:
+    """A group graded without a CUDA device. The rule (grader/README.md, "Scoring"): its
+    host cases earn their share here; its GPU cases are pending, so the part stays "not
+    graded" with the host points earned and the GPU share waiting for a GPU."""
+    host = [c for c in cases if c not in gpu_cases]
+    host_passed = [c for c in passed if c in host]
+    host_points = _round(share * len(host_passed))
+    host_max, gpu_max = _round(share * len(host)), _round(share * len(gpu_cases))
+    details = {**details, "host_passed": len(host_passed), "host_total": len(host),
+               "host_points": host_points, "host_max": host_max, "gpu_max": gpu_max,
+               "why": why_no_gpu}
+    reason = not_graded_reason("correctness")
+    if host:
+        reason = (f"Host cases: {len(host_passed)} of {len(host)} pass ({host_points:g} of "
+                  f"{host_max:g} points, graded here). Not graded: no CUDA device, so its "
+                  f"{len(gpu_cases)} GPU case(s) ({gpu_max:g} points) were not run.")
+        if len(host_passed) < len(host) and group.hint:
+            reason += f" Hint: {group.hint}"
+    return PartResult("correctness", group.name, NOT_GRADED, host_points, group.points,
+                      reason, details)
 
 
 # ------------------------------------------------------------------ the GPU parts, measured
@@ -404,31 +437,111 @@ def metric_part(entry: "Metric", run: "MetricRun", full_groups: set[str]) -> Par
 
 # ------------------------------------------------------------- parts not graded, cut short
 
+def stretch_name(stretch: "Stretch") -> str:
+    """The name of the [stretch] speed part."""
+    return "Bonus speed" if stretch.bonus else "Stretch speed"
+
+
 def rubric_parts(rubric: "Rubric") -> list[tuple[str, str, float]]:
-    """(kind, name, points) of every part the rubric scores, in report order."""
-    parts = [("correctness", g.name, g.points) for g in rubric.correctness]
+    """(kind, name, maximum) of every part the rubric scores, in report order. A bonus part's
+    maximum is 0: its points come on top of the lab's maximum."""
+    parts = [("correctness", g.name, 0.0 if g.bonus else g.points) for g in rubric.correctness]
     if rubric.memory_safety:
         parts.append(("memory_safety", "Memory safety", rubric.memory_safety.points))
     if rubric.performance:
         parts.append(("performance", "Performance", rubric.performance.points))
+    if rubric.stretch:
+        parts.append(("performance", stretch_name(rubric.stretch),
+                      0.0 if rubric.stretch.bonus else rubric.stretch.points))
     parts += [("metric", m.name, m.points) for m in rubric.metrics]
     return parts
+
+
+def bonus_offers(rubric: "Rubric") -> dict[tuple[str, str], float]:
+    """(kind, name) -> points offered, for the rubric's bonus parts."""
+    out = {("correctness", g.name): g.points for g in rubric.correctness if g.bonus}
+    if rubric.stretch and rubric.stretch.bonus:
+        out[("performance", stretch_name(rubric.stretch))] = rubric.stretch.points
+    return out
+
+
+def _marked(part: PartResult, offers: dict[tuple[str, str], float]) -> PartResult:
+    if (part.kind, part.name) in offers:
+        part.details = {**part.details, "bonus": offers[(part.kind, part.name)]}
+    return part
 
 
 def finish_unfinished(lab_result: LabResult, rubric: "Rubric", reason: str) -> None:
     """Every rubric part not yet in the result, at zero points with `reason` (the lab
     stopped before it: no submission, a build failure, a static check, a grader failure)."""
     have = {(p.kind, p.name) for p in lab_result.parts}
+    offers = bonus_offers(rubric)
     for kind, name, points in rubric_parts(rubric):
         if (kind, name) not in have:
-            lab_result.parts.append(PartResult(kind, name, GRADED, 0.0, points, reason))
+            lab_result.parts.append(_marked(PartResult(kind, name, GRADED, 0.0, points, reason),
+                                            offers))
 
 
 def not_graded_parts(rubric: "Rubric", why_no_gpu: str) -> list[PartResult]:
     """The GPU parts (all but correctness) of a lab graded without a CUDA device."""
-    return [PartResult(kind, name, NOT_GRADED, 0.0, points, not_graded_reason(kind),
-                       {"why": why_no_gpu})
+    offers = bonus_offers(rubric)
+    return [_marked(PartResult(kind, name, NOT_GRADED, 0.0, points, not_graded_reason(kind),
+                               {"why": why_no_gpu}), offers)
             for kind, name, points in rubric_parts(rubric) if kind != "correctness"]
+
+
+def stretch_part(stretch: "Stretch", runs: "BenchRuns", full_groups: set[str],
+                 sanitizer: "SanitizerRuns | None") -> PartResult:
+    """The [stretch] speed part: the student's bench comparison `stretch.comparison`, whose
+    baseline is the yardstick (lab 04: cuBLAS SGEMM) timed in the same run, so its median
+    speedup is the fraction of the yardstick reached. Correctness first: the `requires`
+    groups at full marks, the timed output verified and a kernel launched in every timed
+    call, and the `sanitizer_tests` cases clean under every tool."""
+    offered = stretch.points
+    part = PartResult("performance", stretch_name(stretch), NOT_MEASURED, 0.0, offered)
+    if stretch.bonus:
+        as_bonus(part)
+    if runs.unmeasured or runs.student_doc is None:
+        part.reason = runs.unmeasured or "Not measured: your bench gave no timing."
+        return part
+    part.status = GRADED
+    comp = next((c for c in runs.student_doc.get("comparisons") or []
+                 if isinstance(c, dict) and c.get("name") == stretch.comparison), None)
+    missing = missing_groups(stretch.requires, full_groups)
+    if missing:
+        part.reason = ("No points: correctness comes first: these groups need full marks: "
+                       + ", ".join(missing) + ".")
+        return part
+    if comp is None:
+        part.reason = f"No points: the bench reported no comparison '{stretch.comparison}'."
+        return part
+    problem = benchdoc.timed_output_problem(comp) or benchdoc.launch_problem(comp)
+    if problem:
+        part.reason = f"No points: correctness comes first: {problem}."
+        return part
+    if stretch.sanitizer_tests:
+        if sanitizer is None or sanitizer.unmeasured:
+            part.status = NOT_MEASURED
+            part.reason = (sanitizer.unmeasured if sanitizer else "Not measured: "
+                           "compute-sanitizer did not run the bonus cases.")
+            return part
+        dirty = sanitizer_points(sanitizer.summaries, 1.0)
+        if dirty.points < 1.0:
+            part.reason = f"No points: the sanitizer cases are not clean: {dirty.reason}"
+            return part
+    review = benchdoc.review_problem(comp)
+    if review:
+        part.status = REVIEW
+        part.reason = ("Flagged for review: the bench's host-time cross-check says your timing "
+                       f"cannot be trusted ({review}).")
+        return part
+    fraction = benchdoc.number(comp, "speedup", "median")
+    score = fraction_points(fraction or 0.0, stretch.target_fraction, stretch.floor_fraction,
+                            offered)
+    part.points, part.status = score.points, score.status
+    part.reason = score.reason if score.points < offered else ""
+    part.details = {**part.details, "fraction": fraction, "summary": score.reason}
+    return part
 
 
 __all__ = ["GRADED", "NOT_GRADED", "NOT_MEASURED", "REVIEW", "SpeedScore", "PointsScore",
@@ -437,7 +550,7 @@ __all__ = ["GRADED", "NOT_GRADED", "NOT_MEASURED", "REVIEW", "SpeedScore", "Poin
            "Correctness", "correctness", "memory_safety_gate", "memory_safety_part",
            "performance_part", "metric_part", "rubric_parts", "finish_unfinished",
            "not_graded_parts",
-           "fraction_points"]
+           "fraction_points", "stretch_part", "as_bonus", "bonus_offers", "stretch_name"]
 
 
 

@@ -40,6 +40,9 @@ def lab_number(lab: LabResult) -> str:
 def part_outcome(part: PartResult) -> str:
     if part.status in (NOT_GRADED, NOT_MEASURED):
         return SKIP
+    offered = part.details.get("bonus") if isinstance(part.details, dict) else None
+    if isinstance(offered, (int, float)):  # a bonus: not doing it costs nothing
+        return PASS if part.points >= offered - EPS else SKIP
     if part.status == REVIEW:
         return FLAG
     if part.max_points > 0:

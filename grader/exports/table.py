@@ -61,11 +61,16 @@ def tests_phrase(lab: LabResult, no_gpu: bool) -> str:
 
 def gradable_phrase(lab: LabResult) -> str:
     """"25/25 gradable here, 75 need a GPU" when parts wait for a GPU, else ""."""
-    waiting = sum(p.max_points for p in lab.parts if needs_gpu(p))
+    def host_max(p) -> float:  # a group's host cases are graded without a GPU
+        return float(p.details.get("host_max", 0.0)) if isinstance(p.details, dict) else 0.0
+
+    waiting = sum(p.max_points - host_max(p) for p in lab.parts if needs_gpu(p))
     if waiting <= EPS:
         return ""
     here = [p for p in lab.parts if p.status not in ("not_graded", "not_measured")]
-    got, out_of = sum(p.points for p in here), sum(p.max_points for p in here)
+    got = sum(p.points for p in here) + sum(p.points for p in lab.parts if needs_gpu(p))
+    out_of = sum(p.max_points for p in here) + sum(host_max(p) for p in lab.parts
+                                                   if needs_gpu(p))
     return (f"{fmt_points(got)}/{fmt_points(out_of)} gradable here, "
             f"{fmt_points(waiting)} need a GPU")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Iterator
 
 from .. import measure, scoring
@@ -52,9 +53,29 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
             bench = measure.performance(perf, ctx)
         out.parts.append(scoring.performance_part(perf, bench, full_groups))
         out.timing = bench.timing
+        if rubric.stretch:
+            out.parts.append(_stretch(job, ctx, tested, full_groups, bench))
     if rubric.metrics:
         with _section(job, "profiler", ctx):
             for entry in rubric.metrics:
                 job.say(f"{folder}: profiling ({entry.name[:40]})")
                 out.parts.append(scoring.metric_part(entry, measure.metric(entry, ctx),
                                                      full_groups))
+
+
+def _stretch(job: LabJob, ctx: measure.Context, tested: TestRuns, full_groups: set[str],
+             bench: measure.BenchRuns) -> "scoring.PartResult":
+    """The [stretch] part: its speed comes from the bench run above; its sanitizer cases
+    run here, under the [memory_safety] tools, once its `requires` groups are at full marks."""
+    stretch, ms = job.rubric.stretch, job.rubric.memory_safety
+    sanitizer = None
+    if stretch.sanitizer_tests and ms and not scoring.missing_groups(stretch.requires,
+                                                                     full_groups):
+        spec = stretch.sanitizer_tests
+        kinds = [(k, spec) for k in TEST_KINDS
+                 if any(c.matches(spec) and c.hidden == (k == "hidden_student")
+                        for c in tested.canonical)]
+        job.say(f"{job.lab.folder}: compute-sanitizer ({spec})")
+        with _section(job, "sanitizer", ctx):
+            sanitizer = measure.memory_safety(replace(ms, tests=spec), ctx, kinds)
+    return scoring.stretch_part(stretch, bench, full_groups, sanitizer)

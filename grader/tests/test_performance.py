@@ -220,7 +220,7 @@ class GpuSectionTest(unittest.TestCase):
             memory_safety=MemorySafety(points=10, tests="[s]", tools=["memcheck"]),
             performance=Performance(points=20, bench_args=[], comparison="tiled",
                                     requires=[]),
-            metrics=[Metric(name="m", metric="x.sum", points=0)])
+            metrics=[Metric(name="m", metric="x.sum", points=0)], stretch=None)
         job = SimpleNamespace(
             rubric=rubric, seed=7, test_timeout=60, has_gpu=True, gpu_section=section,
             say=lambda text: None, lab=SimpleNamespace(folder="04_tiled_matmul"),

@@ -151,5 +151,49 @@ class TotalsTest(unittest.TestCase):
         self.assertEqual(lab_totals(self.lab()), (0.0, 0.0))
 
 
+class CorrectnessRulesTest(unittest.TestCase):
+    """Groups that mix host and GPU cases graded without a GPU, and bonus groups."""
+
+    def _grade(self, groups, statuses, has_gpu):
+        from grader.rubric import CorrectnessGroup, Rubric
+        from grader.testrun import Case, CaseRun
+        from grader.scoring import correctness
+        cases = [Case(name, tuple(tags)) for name, tags, _ in statuses]
+        runs = {name: CaseRun(name, tuple(tags), status) for name, tags, status in statuses
+                if status is not None}
+        rubric = Rubric.__new__(Rubric)
+        rubric.correctness = groups
+        return correctness(rubric, cases, runs, has_gpu, "no CUDA device")
+
+    def test_host_cases_of_a_mixed_group_earn_their_share_without_a_gpu(self):
+        from grader.rubric import CorrectnessGroup
+        out = self._grade([CorrectnessGroup("Limits", "[limits]", 6)],
+                          [("h1", ["limits"], "passed"), ("h2", ["limits"], "failed"),
+                           ("g1", ["limits", "gpu"], None)], has_gpu=False)
+        part = out.parts[0]
+        self.assertEqual(part.status, "not_graded")
+        self.assertAlmostEqual(part.points, 2.0)  # one of two host cases, 2 points each
+        self.assertAlmostEqual(part.max_points, 6.0)
+        self.assertEqual((part.details["host_max"], part.details["gpu_max"]), (4.0, 2.0))
+        self.assertIn("no CUDA device", part.reason)
+        self.assertNotIn("Limits", out.full_groups)
+
+    def test_a_gpu_only_group_without_a_gpu_earns_nothing_yet(self):
+        from grader.rubric import CorrectnessGroup
+        out = self._grade([CorrectnessGroup("Kernel", "[k]", 10)],
+                          [("g1", ["k", "gpu"], None)], has_gpu=False)
+        self.assertEqual((out.parts[0].status, out.parts[0].points), ("not_graded", 0.0))
+
+    def test_a_bonus_group_adds_points_without_raising_the_maximum(self):
+        from grader.rubric import CorrectnessGroup
+        out = self._grade([CorrectnessGroup("Main", "[m]", 10),
+                           CorrectnessGroup("Bonus", "[b]", 4, bonus=True)],
+                          [("m1", ["m"], "passed"), ("b1", ["b"], "passed"),
+                           ("b2", ["b"], "failed")], has_gpu=True)
+        main, bonus = out.parts
+        self.assertEqual((main.points, main.max_points), (10.0, 10.0))
+        self.assertEqual((bonus.points, bonus.max_points, bonus.details["bonus"]), (2.0, 0.0, 4.0))
+
+
 if __name__ == "__main__":
     unittest.main()
