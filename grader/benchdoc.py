@@ -1,6 +1,7 @@
 """What a bench's JSON document (schema cml-bench/2, common/include/cml/timing.hpp) says about
 its scored comparison: the summary kept in result.json, and the harness's verdicts on the
-timed runs, each as the sentence a reason quotes (None when all is well)."""
+timed runs, each as the sentence a reason quotes (None when all is well). The protocol
+behind those verdicts: docs/architecture.md, "The timing protocol"."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ time each other; builds and host tests stay outside and run in parallel.
 
 Today there is one lock per machine. For one lock per GPU, build the path with
 `lock_path(base, device)` and give each task the lock of the device it runs on.
+(docs/architecture.md, "GPU sections")
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ test's source or of the reference solution that the student's own copy does not 
 replaced by a notice, and the grader's folders are cut out of paths. The jail already keeps
 these files out of the student's reach; this is the second wall, for text that leaves by
 another door (an exception message, a compiler's echo of an included line).
+(docs/architecture.md, "Trust boundaries")
 """
 
 from __future__ import annotations

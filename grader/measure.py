@@ -2,6 +2,7 @@
 and speed (the bench, student and reference). Each returns a typed measurement; the points
 are given by grader/scoring.py. A tool that is missing or refuses to run leaves the
 measurement's `unmeasured` reason set ("not measured": no points either way).
+(docs/architecture.md, "Stages and the data they pass")
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Where things are in the repository; the lab list is the folders themselves."""
+"""Where things are in the repository; the lab list is the folders themselves
+(docs/architecture.md, "How a lab plugs in")."""
 
 from __future__ import annotations
 

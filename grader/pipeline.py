@@ -1,6 +1,6 @@
 """Grading one submission: build it in a private tree, check it statically, run its tests,
 measure it, and score it with the lab's rubric into one GradeResult (grader/README.md,
-"What is graded, in order").
+"What is graded, in order"; every hop: docs/architecture.md, "One grade, hop by hop").
 
 grade() prepares the trees once (stages/prepare.py), then runs each lab through the stages
 (stages/lab.py: build, static checks, tests, measurements; points from grader/scoring.py).

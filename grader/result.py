@@ -2,6 +2,8 @@
 
 Built in memory while grading and written once as result.json; Gradescope, PrairieLearn,
 JUnit, Markdown, the terminal table and the batch gradebook all read a GradeResult.
+The fields: grader/README.md, "result.json"; who fills which record:
+docs/architecture.md, "Stages and the data they pass".
 """
 
 from __future__ import annotations

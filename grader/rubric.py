@@ -302,6 +302,14 @@ def _requires(check: _Checker, groups: list[CorrectnessGroup]) -> list[str]:
     return required
 
 
+def _tables(top: _Checker, key: str) -> list[_Checker]:
+    """The tables of the array `[[key]]` (none when absent), each named by its position."""
+    raw = top.table.get(key, [])
+    if not isinstance(raw, list):
+        raise top.fail(f"{key} must be an array of tables ([[{key}]])")
+    return [_Checker(top.file, f"[[{key}]] #{i + 1}", table) for i, table in enumerate(raw)]
+
+
 def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
     """A rubric from grading.toml text; `file` names it in error messages."""
     file = file or f"labs/{lab.folder}/{RUBRIC_FILE}"
@@ -330,11 +338,7 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
     build_timeout = lab_t.number("build_timeout_s", required=False, default=600.0, above=0)
 
     groups: list[CorrectnessGroup] = []
-    raw_groups = doc.get("correctness", [])
-    if not isinstance(raw_groups, list):
-        raise top.fail("correctness must be an array of tables ([[correctness]])")
-    for i, raw in enumerate(raw_groups):
-        c = _Checker(file, f"[[correctness]] #{i + 1}", raw)
+    for i, c in enumerate(_tables(top, "correctness")):
         c.only(("name", "tests", "points", "hint", "bonus"))
         name = c.string("name")
         c.where = f"[[correctness]] '{name}'"
@@ -384,13 +388,9 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
                                   _requires(p, groups), full, review)
 
     metrics: list[Metric] = []
-    raw_metrics = doc.get("metrics", [])
-    if not isinstance(raw_metrics, list):
-        raise top.fail("metrics must be an array of tables ([[metrics]])")
-    for i, raw in enumerate(raw_metrics):
-        c = _Checker(file, f"[[metrics]] #{i + 1}", raw)
+    for c in _tables(top, "metrics"):
         for gone in ("kernel_regex", "baseline_kernel_regex"):
-            if isinstance(raw, dict) and gone in raw:
+            if gone in c.table:
                 raise c.fail(f"{c.where}: '{gone}' is no longer read: a metric measures every "
                              "kernel of the profiled call, whatever its name (use `call` and "
                              "`per_baseline`; grader/README.md)")

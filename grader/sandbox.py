@@ -13,7 +13,8 @@ grading goes on with the weaker protection (identity and limits only), visibly.
 
 Output goes to a file (never a pipe a child could hold open) and only the tail is kept, for
 the log: results are read from files the grader asks for, never from what the process
-prints. See grader/README.md, "The sandbox".
+prints. See grader/README.md, "The sandbox", and, for where the jail sits among the
+grader's other walls, docs/architecture.md, "Trust boundaries".
 """
 
 from __future__ import annotations

@@ -1270,37 +1270,3 @@ def check_submission(student_obj: Path, reference_obj: Path | None, compile_cmd:
     report = check_preprocessed(pre, rules, project, display, source_text)
     return report.violations + check_object(student_obj, reference_obj, rules, report, harness)
 
-
-# --- the old deny-list API, until the pipeline calls the functions above -------------------------
-# (grader/pipeline.py still calls these; with the rubrics' deny keys gone they find nothing.)
-
-
-def undefined_symbols(obj: Path) -> list[str]:
-    """Demangled undefined symbols of an object file; raises RuntimeError when nm fails."""
-    nm = find_tool("nm")
-    if not nm:
-        raise RuntimeError("nm not found (binutils)")
-    proc = subprocess.run([nm, "-C", "--undefined-only", str(obj)], capture_output=True,
-                          text=True, timeout=120)
-    if proc.returncode != 0:
-        raise RuntimeError(f"nm failed on {obj.name}: {proc.stderr.strip()[:300]}")
-    return [line.strip()[2:].strip() if line.strip().startswith("U ")
-            else line.split(None, 1)[-1] for line in proc.stdout.splitlines()
-            if line.strip() and not line.endswith(":")]
-
-
-def check_symbols(symbols: list[str], deny: list[str], allow: list[str]) -> list[Violation]:
-    found = []
-    rx = [re.compile(r"(?<![A-Za-z0-9_])" + re.escape(r)) for r in deny]
-    for sym in symbols:
-        if any(re.search(r"(?<![A-Za-z0-9_])" + re.escape(a), sym) for a in allow):
-            continue
-        for rule, pattern in zip(deny, rx):
-            if pattern.search(sym):
-                found.append(Violation("reference", sym, "", f"rule '{rule}'"))
-                break
-    return found
-
-
-def check_source(text: str, display: str, deny: list[str]) -> list[Violation]:
-    return []

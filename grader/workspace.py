@@ -4,6 +4,7 @@ only the student files taken from the submission, configured and built with CMak
 One workspace can grade several labs (configured once with every lab in CML_LABS, built
 per lab so one lab's compile error does not stop the others) and can be reused between
 submissions: only the student files change, so only the student's targets rebuild.
+The four trees and who builds in each: docs/architecture.md, "Trust boundaries".
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Grading a class: many submissions, one result folder (grader/README.md, "Grading a class").
+"""Grading a class: many submissions, one result folder (grader/README.md, "Grading a class";
+the modules: docs/architecture.md, "Batch").
 
 A batch is a plan (`batch.json` in the output folder: the submissions in order, the labs,
 the seed, the limits) and one task per submission. A task grades one submission with the

@@ -1,4 +1,5 @@
-"""The grader's subcommands: each module has `add_parser(subparsers)` and `run(args) -> int`."""
+"""The grader's subcommands: each module has `add_parser(subparsers)` and `run(args) -> int`
+(docs/architecture.md, "Commands")."""
 
 from . import (batch, check, ci, doctor, expect_fail, grade, integrations, list_labs, new_lab,
                release, skeleton)

@@ -9,7 +9,8 @@
     write_exports(result, out_dir, formats) -> list[Path]
 
 common.py holds what the formats share, so that every one of them shows the same points,
-the same statuses and the same reasons; registry.py names the formats.
+the same statuses and the same reasons; registry.py names the formats
+(docs/architecture.md, "Exports").
 """
 
 from __future__ import annotations

@@ -8,4 +8,5 @@
 
 and grader/scoring.py turns what they found into points. lab.grade_lab runs them for one
 lab; grader/pipeline.py prepares the trees (prepare.py) and runs every lab. Each stage takes
-a LabJob (job.py): what it needs to know, and nothing of the command line."""
+a LabJob (job.py): what it needs to know, and nothing of the command line
+(docs/architecture.md, "Stages and the data they pass")."""
