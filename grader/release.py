@@ -51,6 +51,8 @@ EXCLUDE = (
     "grader/tests/test_adversarial.py",
     "tools/adversarial_check.sh",
     "tools/grade_check.py",  # grades the reference: needs solutions/
+    "grader/tests/data/golden/*",  # the reference's and skeleton's graded results: hidden names
+    "grader/tests/test_golden.py",  # grades the reference: needs solutions/
     "docs/student/*",  # the student copy's own README and workflows (student_copy.py)
     "*/__pycache__/*", "*.pyc",
 )

@@ -145,12 +145,12 @@ int main(int argc, char** argv) {
         cml::NvtxRange range(cml::kNvtxCase);  // given code, untimed by the harness
         cycles = lab06::measure_cycles_per_access(p.stride, probe_iterations);
       }
-      const int degree = lab06::conflict_degree(addresses);
+      const int ways = lab06::conflict_degree(addresses);
       report.metric(std::string("cycles_per_access_") + p.name, cycles);
-      report.metric(std::string("predicted_degree_") + p.name, degree);
+      report.metric(std::string("predicted_degree_") + p.name, ways);
       if (std::string(p.name).rfind("stride_", 0) == 0) {  // the power-of-two sweep
         plot.metric_point(p.stride, std::string("cycles_per_access_") + p.name,
-                          std::to_string(degree) + "-way");
+                          std::to_string(ways) + "-way");
       }
       std::cerr << p.name << ": " << cycles << " cycles per access\n";
     }
