@@ -56,7 +56,8 @@ std::pair<std::vector<float>, std::vector<float>> matmul_inputs(const MatmulProb
 MatmulCheck check_matmul(const DeviceProduct& product, const std::vector<float>& a,
                          const std::vector<float>& b, const MatmulProblem& problem);
 
-/// Runs `product` `runs` times on the same A and B and fails when a run's C differs from the
+/// Checks `product` once as check_matmul does (a kernel launched, C right), then runs it `runs`
+/// times on the same A and B and fails when a run launches no kernel or its C differs from the
 /// first run's bit for bit: a race (a missing barrier) shows as results that change from run
 /// to run. The report names the run, the size and the seed, then `problem.hint`.
 CompareResult check_matmul_repeatable(const DeviceProduct& product, const std::vector<float>& a,
