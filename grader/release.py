@@ -53,6 +53,7 @@ EXCLUDE = (
     "tools/grade_check.py",  # grades the reference: needs solutions/
     "grader/tests/data/golden/*",  # the reference's and skeleton's graded results: hidden names
     "grader/tests/test_golden.py",  # grades the reference: needs solutions/
+    "grader/tests/test_integrations.py",  # grades the reference on fake platform trees
     "docs/student/*",  # the student copy's own README and workflows (student_copy.py)
     "*/__pycache__/*", "*.pyc",
 )
@@ -256,7 +257,7 @@ class Source:
 
     lab: str  # its lab folder
     path: str  # the solutions/ file
-    kind: str  # "answer" or "hidden test"
+    kind: str  # "answer", "hidden test" or "grader-only" (other files under solutions/)
 
 
 def _lines(text: str) -> set[str]:
@@ -326,7 +327,8 @@ def secret_lines(tree: Tree, released: list[str] | None = None,
     for folder in tree.labs():
         topic = LAB_DIR_RE.match(folder).group(2)
         reference = f"solutions/{folder}/{topic}.cu"
-        for rel in tree.under(f"solutions/{folder}/"):
+        # The reference first: a line it shares with grader-only code is named as its answer.
+        for rel in sorted(tree.under(f"solutions/{folder}/"), key=lambda r: r != reference):
             text = tree.text(rel)
             if text is None:
                 continue
@@ -335,7 +337,7 @@ def secret_lines(tree: Tree, released: list[str] | None = None,
                 source = Source(folder, rel, "answer")
             else:
                 lines, given = _lines(text), public_tests
-                source = Source(folder, rel, "hidden test")
+                source = Source(folder, rel, "hidden test" if "/tests/" in rel else "grader-only")
             for line in sorted(lines):
                 if not (_proves_nothing(line) or line in given or line in published):
                     secret.setdefault(line, source)
