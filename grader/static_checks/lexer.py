@@ -47,6 +47,25 @@ def tokens_of(own: list[tuple[int, str]]) -> list[Tok]:
     return out
 
 
+def closing(toks: list[Tok], i: int, opens: str, closes: str, stops: tuple[str, ...] = ()) -> int:
+    """The index of the token that closes the bracket opened at toks[i] (counting the
+    brackets in `opens` and `closes`), or of the first token in `stops` before it, or
+    len(toks) when there is neither."""
+    depth, j, n = 0, i, len(toks)
+    while j < n:
+        x = toks[j].text
+        if x in opens:
+            depth += 1
+        elif x in closes:
+            depth -= 1
+            if depth == 0:
+                break
+        elif x in stops:
+            break
+        j += 1
+    return j
+
+
 def qualified_name(toks: list[Tok], i: int) -> tuple[list[str], int]:
     """The qualified name starting at toks[i] (an identifier or `::`): its components
     (template arguments dropped, operator names joined) and the index after it."""
@@ -91,18 +110,7 @@ def qualified_name(toks: list[Tok], i: int) -> tuple[list[str], int]:
         else:
             break
         if i < n and toks[i].text == "<" and parts and not parts[-1].startswith("operator"):
-            depth, j = 0, i
-            while j < n:
-                x = toks[j].text
-                if x in "<([{":
-                    depth += 1
-                elif x in ">)]}":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                elif x == ";":
-                    break
-                j += 1
+            j = closing(toks, i, "<([{", ">)]}", (";",))
             if j < n and toks[j].text == ">":
                 i = j + 1
         if i < n and toks[i].text == "::" and i + 1 < n and \

@@ -5,7 +5,7 @@ or make an alias)."""
 
 from __future__ import annotations
 
-from .lexer import Tok, qualified_name
+from .lexer import Tok, closing, qualified_name
 from .results import SourceFacts, Violation
 from .rules import LabRules
 
@@ -133,20 +133,12 @@ def scan_attributes(toks: list[Tok], rules: LabRules, display: str) -> list[Viol
         if start is None:
             i += 1
             continue
-        depth, j = 0, start
-        while j < n:
-            x = toks[j].text
-            if x in "([":
-                depth += 1
-            elif x in ")]":
-                depth -= 1
-                if depth == 0:
-                    break
-            elif toks[j].kind == "id" and x in refused:
+        j = closing(toks, start, "([", ")]")
+        for tok in toks[start:j]:
+            if tok.kind == "id" and tok.text in refused:
                 found.append(Violation(
-                    "source", x, f"{display}:{toks[j].line}",
+                    "source", tok.text, f"{display}:{tok.line}",
                     "this attribute places code or data in a chosen section or makes one "
                     "symbol stand for another; a student file may not use it"))
-            j += 1
         i = j + 1
     return found
