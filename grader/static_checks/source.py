@@ -195,7 +195,8 @@ def check_preprocessed(pre: Preprocessed, rules: LabRules, project: str,
                     report.violations.append(Violation(
                         "source", ".incbin", f"{display}:{t.line}",
                         "assembler directives that pull in files are not allowed"))
-        for v in scan_namespaces(toks, rules, display, facts) + scan_attributes(toks, rules, display):
+        scanned = scan_namespaces(toks, rules, display, facts)
+        for v in scanned + scan_attributes(toks, rules, display):
             key = (v.name, v.where)
             if key not in reported:
                 reported.add(key)
