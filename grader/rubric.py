@@ -109,7 +109,7 @@ class StaticRules:
     """The lab's additions to the static checks' shared allow-lists (grader/allowlist.toml):
     symbols its object may also reference and define (globs on demangled names, `{ns}` for
     the lab's namespace) and files it may also include (path globs from the repository
-    root). Everything else not in the shared lists is refused (grader/static_checks.py)."""
+    root). Everything else not in the shared lists is refused (grader/static_checks/)."""
 
     allow_reference: list[str] = field(default_factory=list)
     allow_define: list[str] = field(default_factory=list)

@@ -1,4 +1,4 @@
-"""Static-check stage: the allow-lists (grader/static_checks.py) on the student's object
+"""Static-check stage: the allow-lists (grader/static_checks/) on the student's object
 and preprocessed file, before any of it runs."""
 
 from __future__ import annotations

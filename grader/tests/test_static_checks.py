@@ -18,6 +18,8 @@ from pathlib import Path
 from grader import static_checks as sc
 from grader.paths import ROOT, discover_labs, find_lab
 from grader.rubric import StaticRules, load_rubric
+from grader.static_checks.nvcc import source_of
+from grader.static_checks.rules import glob_re
 from grader.tools import find_tool
 
 FIXTURES = Path(__file__).parent / "fixtures" / "static"
@@ -42,10 +44,10 @@ class PatternTest(unittest.TestCase):
         self.assertFalse(sc.Patterns([("exit", "")]).match("quick_exit"))  # whole names
 
     def test_path_globs(self):
-        rx = sc._glob_re("/inc/*.h", path=True)
+        rx = glob_re("/inc/*.h", path=True)
         self.assertTrue(rx.match("/inc/stdio.h"))
         self.assertFalse(rx.match("/inc/sub/x.h"))
-        self.assertTrue(sc._glob_re("/inc/**", path=True).match("/inc/a/b/c"))
+        self.assertTrue(glob_re("/inc/**", path=True).match("/inc/a/b/c"))
 
     def test_scope_of_mangled_names(self):
         self.assertEqual(sc.scope_of("_ZN3cml16throw_cuda_errorE9cudaErrorPKcS2_i"), ("cml", "ns"))
@@ -197,7 +199,7 @@ def read_fixture(path: Path) -> Fixture:
 
 
 def _compile(cmd: list[str]) -> None:
-    src, obj = Path(sc._source_of(cmd)), Path(cmd[cmd.index("-o") + 1])
+    src, obj = Path(source_of(cmd)), Path(cmd[cmd.index("-o") + 1])
     if KEEP and obj.is_file() and obj.stat().st_mtime > src.stat().st_mtime:
         return  # CML_STATIC_TEST_DIR: objects kept from an earlier run
     proc = subprocess.run(["nice", *cmd], capture_output=True, text=True, timeout=600)
