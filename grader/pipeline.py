@@ -58,6 +58,9 @@ class Options:
     # Entered around every GPU stage: gpu_section("tests" | "sanitizer" | "bench" |
     # "profiler"). A batch passes one that holds the machine's GPU lock (grader/gpu.py).
     gpu_section: GpuSection = no_lock
+    # The reference cache (grader/refcache.py); None: the references are built in the
+    # grade's own tree, as a grade without a cache does.
+    cache: Path | None = None
 
 
 def _say(opts: Options, text: str) -> None:
@@ -100,7 +103,7 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
               why_no_gpu: str) -> None:
     say = lambda text: _say(opts, text)  # noqa: E731
     ready = prepare.trees(work, opts.submission, opts.source_root, opts.labs, has_gpu,
-                          opts.build_timeout, say)
+                          opts.build_timeout, say, opts.cache)
     result.sandbox = ready.sandbox
     result.errors += ready.errors
     if ready.trees is None:

@@ -55,7 +55,8 @@ def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: boo
                             gpu=False if plan.no_gpu else None,
                             progress=lambda text: log(f"[{time.monotonic() - start:7.1f} s] "
                                                       f"{text}"),
-                            gpu_section=lock.section)
+                            gpu_section=lock.section,
+                            cache=Path(plan.cache) if plan.cache else None)
     result = pipeline.new_result(opts)
     status = GRADED
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)}

@@ -1,6 +1,6 @@
 """The grader's subcommands: each module has `add_parser(subparsers)` and `run(args) -> int`."""
 
-from . import (batch, check, ci, doctor, expect_fail, grade, integrations, list_labs, new_lab,
+from . import (batch, cache, check, ci, doctor, expect_fail, grade, integrations, list_labs, new_lab,
                release, skeleton)
 
 COMMANDS = {
@@ -12,6 +12,7 @@ COMMANDS = {
     "expect-fail": expect_fail,
     "ci": ci,
     "batch": batch,
+    "cache": cache,
     "release": release,
     "integrations": integrations,
     "new-lab": new_lab,

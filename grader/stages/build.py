@@ -41,6 +41,8 @@ def reference(job: LabJob) -> None:
     solutions/: no reference, so speed against it is not measured. Raises RuntimeError when
     the reference does not build (the grader's failure, never the student's)."""
     lab, tag = job.lab, job.lab.tag
+    if lab.folder in job.trees.references:
+        return  # built once, in the reference cache (grader/refcache.py)
     has_solution = lab.solution_file.is_file()
     targets = [f"{tag}_tests_solution"] if _has(job, "tests/*.c*") and has_solution else []
     targets += ([f"{tag}_bench_solution"] if _has(job, "bench/*.c*")
@@ -110,7 +112,19 @@ def no_submission_part(job: LabJob) -> tuple[PartResult, BuildRecord]:
 
 def binaries(job: LabJob) -> dict[str, Path | None]:
     """The lab's executables by kind (tests_student, bench_solution...), None if not built."""
-    return {k: workspace.binary(job.trees.build, job.lab, k) for k in KINDS}
+    found = {k: workspace.binary(job.trees.build, job.lab, k) for k in KINDS}
+    cached = job.trees.references.get(job.lab.folder)
+    if cached is not None:
+        found.update({k: cached.binary(k) for k in ("tests_solution", "bench_solution")})
+    return found
+
+
+def reference_object(job: LabJob) -> Path | None:
+    """The reference's compiled object (the lab's interface, for the static checks)."""
+    cached = job.trees.references.get(job.lab.folder)
+    if cached is not None:
+        return cached.solution_object
+    return workspace.object_file(job.trees.build, job.lab, "solution")
 
 
 def sha256(path: Path) -> str:

@@ -41,6 +41,9 @@ class Trees:
     run_env: dict[str, str]  # every run of the student's code (scrubbed)
     identity: sandbox.Identity | None  # the unprivileged user student code runs as
     student: StudentTree
+    # lab folder -> the cached reference (grader/refcache.py); a lab not in it builds its
+    # reference in `build`
+    references: dict = field(default_factory=dict)
 
 
 @dataclass
