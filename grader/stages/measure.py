@@ -53,8 +53,8 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
         out.parts.append(scoring.performance_part(perf, bench, full_groups))
         out.timing = bench.timing
     if rubric.metrics:
+        job.say(f"{folder}: profiling ({len(rubric.metrics)} metric(s), one pass)")
         with _section(job, "profiler", ctx):
-            for entry in rubric.metrics:
-                job.say(f"{folder}: profiling ({entry.name[:40]})")
-                out.parts.append(scoring.metric_part(entry, measure.metric(entry, ctx),
-                                                     full_groups))
+            found = measure.metrics(rubric.metrics, ctx)
+        for entry, measured in zip(rubric.metrics, found):
+            out.parts.append(scoring.metric_part(entry, measured, full_groups))
