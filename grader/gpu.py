@@ -42,6 +42,21 @@ def lock_path(base: str, device: int | None = None) -> str:
     return str(path.with_name(f"{path.stem}.gpu{device}{path.suffix}"))
 
 
+def timed(section: GpuSection, seconds: dict[str, float]) -> GpuSection:
+    """`section`, adding the wall time spent inside it (after any wait for the lock) to
+    seconds[stage]: the GPU-seconds a grade records per stage."""
+
+    @contextmanager
+    def inner(stage: str) -> Iterator[None]:
+        with section(stage):
+            start = time.monotonic()
+            try:
+                yield
+            finally:
+                seconds[stage] = seconds.get(stage, 0.0) + time.monotonic() - start
+    return inner
+
+
 class GpuLock:
     """An exclusive flock on the file `path`. `section(stage)` holds it for one GPU stage;
     waiting for it does not count against a task's wall-clock limit (a pending SIGALRM is
@@ -103,4 +118,4 @@ class GpuLock:
             self._fd = None
 
 
-__all__ = ["GPU_STAGES", "DEFAULT_LOCK", "no_lock", "lock_path", "GpuLock"]
+__all__ = ["GPU_STAGES", "DEFAULT_LOCK", "no_lock", "lock_path", "timed", "GpuLock"]

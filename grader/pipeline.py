@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__, leaks, sandbox
-from .gpu import GpuSection, no_lock
+from .gpu import GpuSection, no_lock, timed
 from .paths import ROOT, LabPaths
 from .result import GRADER_ERROR, INTERRUPTED, NOT_CONFIGURED, GradeResult, LabResult
 from .rubric import Rubric
@@ -94,6 +94,7 @@ def grade(opts: Options, result: GradeResult | None = None) -> GradeResult:
         _grade_in(work, opts, result, has_gpu, why_no_gpu)
     finally:
         grade_totals(result)
+        result.gpu_seconds = round(sum(sum(lab.gpu_seconds.values()) for lab in result.labs), 2)
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
     return result
@@ -116,11 +117,12 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
     src = ready.trees.src
     for lab in ready.labs:
         rubric = ready.rubrics[lab.folder]
+        gpu_seconds: dict[str, float] = {}
         job = LabJob(LabPaths(lab.folder, lab.number, lab.topic, src), rubric, ready.trees,
                      opts.seed, opts.build_timeout or rubric.build_timeout_s,
                      opts.test_timeout or rubric.test_timeout_s, has_gpu, why_no_gpu,
                      ready.missing[lab.folder], ready.student_paths[lab.folder], say,
-                     opts.gpu_section)
+                     timed(opts.gpu_section, gpu_seconds))
         lab_result = LabResult(lab.folder, rubric.title, 0.0, rubric.max_points)
         result.labs.append(lab_result)
         start = time.monotonic()
@@ -137,6 +139,7 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
             finish_unfinished(lab_result, rubric, "the grader failed on this lab")
         finally:
             lab_result.wall_seconds = round(time.monotonic() - start, 2)
+            lab_result.gpu_seconds = {k: round(v, 2) for k, v in gpu_seconds.items()}
             leaks.Secrets.of_lab(src, lab.folder, [work, opts.source_root, ROOT]) \
                 .scrub_lab(lab_result)
             leave_out_unmeasured(lab_result)
