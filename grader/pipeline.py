@@ -122,7 +122,7 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
                      opts.seed, opts.build_timeout or rubric.build_timeout_s,
                      opts.test_timeout or rubric.test_timeout_s, has_gpu, why_no_gpu,
                      ready.missing[lab.folder], ready.student_paths[lab.folder], say,
-                     timed(opts.gpu_section, gpu_seconds))
+                     timed(opts.gpu_section, gpu_seconds, ready.trees.run_env))
         lab_result = LabResult(lab.folder, rubric.title, 0.0, rubric.max_points)
         result.labs.append(lab_result)
         start = time.monotonic()
