@@ -27,7 +27,7 @@ from .paths import ROOT, LabPaths
 from .result import GRADER_ERROR, INTERRUPTED, NOT_CONFIGURED, GradeResult, LabResult
 from .rubric import Rubric
 from .scoring import finish_unfinished, grade_totals, lab_totals, leave_out_unmeasured
-from .stages import prepare
+from .stages import build, prepare
 from .stages.job import LabJob
 from .stages.lab import grade_lab
 from .tools import find_catch2, probe_toolchain, query_gpus
@@ -115,14 +115,23 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
                                            "not configure the build; nothing was graded."))
         return
     src = ready.trees.src
+    jobs, seconds = [], []
     for lab in ready.labs:
         rubric = ready.rubrics[lab.folder]
-        gpu_seconds: dict[str, float] = {}
-        job = LabJob(LabPaths(lab.folder, lab.number, lab.topic, src), rubric, ready.trees,
-                     opts.seed, opts.build_timeout or rubric.build_timeout_s,
-                     opts.test_timeout or rubric.test_timeout_s, has_gpu, why_no_gpu,
-                     ready.missing[lab.folder], ready.student_paths[lab.folder], say,
-                     timed(opts.gpu_section, gpu_seconds, ready.trees.run_env))
+        seconds.append({})
+        jobs.append(LabJob(LabPaths(lab.folder, lab.number, lab.topic, src), rubric,
+                           ready.trees, opts.seed, opts.build_timeout or rubric.build_timeout_s,
+                           opts.test_timeout or rubric.test_timeout_s, has_gpu, why_no_gpu,
+                           ready.missing[lab.folder], ready.student_paths[lab.folder], say,
+                           timed(opts.gpu_section, seconds[-1], ready.trees.run_env)))
+    try:  # one build per tree for every lab; a lab that fails builds alone, later
+        build.together(jobs)
+    except Interrupted:
+        raise
+    except Exception as err:  # noqa: BLE001  each lab then builds (and fails) on its own
+        say(f"building the labs together failed ({err}); building them one at a time")
+    for lab, job, gpu_seconds in zip(ready.labs, jobs, seconds):
+        rubric = job.rubric
         lab_result = LabResult(lab.folder, rubric.title, 0.0, rubric.max_points)
         result.labs.append(lab_result)
         start = time.monotonic()
