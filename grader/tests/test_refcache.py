@@ -190,3 +190,56 @@ class WarmGradeTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TogetherTest(unittest.TestCase):
+    """build.together: one build per tree for every lab; nothing prebuilt when one fails."""
+
+    def jobs(self, missing_second=False):
+        from types import SimpleNamespace
+        from grader.stages.build import together  # noqa: F401
+        from grader.stages.job import LabJob
+        student = SimpleNamespace(build=Path("/sb"), env={}, identity=None, jail=None)
+        trees = SimpleNamespace(build=Path("/b"), build_env={}, student=student,
+                                references={"01_warp_sizing": object()})
+        out = []
+        for key in ("01", "04"):
+            lab = find_lab(key)
+            out.append(LabJob(lab, load_rubric(lab), trees, 1, 60, 60, False, "",
+                              ["x"] if (missing_second and key == "04") else []))
+        return out
+
+    def run_together(self, jobs, results):
+        from grader.stages import build
+        calls = []
+
+        def fake_build(tree, targets, timeout, env, **kw):
+            calls.append((str(tree), list(targets)))
+            return workspace.BuildOutcome(results.pop(0), 1.0)
+
+        with mock.patch.object(build.workspace, "cmake_build", fake_build):
+            build.together(jobs)
+        return calls
+
+    def test_one_build_per_tree_with_every_lab(self):
+        jobs = self.jobs()
+        calls = self.run_together(jobs, [True, True])
+        self.assertEqual(calls[0], ("/sb", ["lab01_student", "lab04_student"]))
+        self.assertEqual(calls[1][0], "/b")
+        linked = calls[1][1]
+        self.assertIn("lab01_tests_student", linked)
+        self.assertIn("lab04_hidden_student", linked)
+        self.assertIn("lab04_bench_solution", linked)  # not cached: built here, once
+        self.assertNotIn("lab01_tests_solution", linked)  # in the cache: never rebuilt
+        self.assertTrue(all(j.prebuilt is not None and j.prebuilt.outcome.ok for j in jobs))
+
+    def test_a_failed_joint_build_leaves_each_lab_to_build_alone(self):
+        for results in ([False], [True, False]):
+            jobs = self.jobs()
+            self.run_together(jobs, list(results))
+            self.assertTrue(all(j.prebuilt is None for j in jobs))
+
+    def test_a_single_lab_builds_as_before(self):
+        jobs = self.jobs(missing_second=True)
+        self.assertEqual(self.run_together(jobs, []), [])
+        self.assertIsNone(jobs[0].prebuilt)
