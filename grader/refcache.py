@@ -191,7 +191,11 @@ class Cache:
                     outs = {lab.folder: tmp / "out" / lab.folder for lab in missing}
                     for d in outs.values():
                         d.mkdir(parents=True)
-                    (builder or self._build)(tmp, source_root, missing, outs)
+                    # a copy without solutions/ (a student's) has no reference to build
+                    solved = [lab for lab in missing if (
+                        source_root / "solutions" / lab.folder / f"{lab.topic}.cu").is_file()]
+                    if solved:
+                        (builder or self._build)(tmp, source_root, solved, outs)
                     for lab in missing:
                         meta = {"lab": lab.folder, "key": keys[lab.folder],
                                 "archs": self.archs, "created": time.time(),
