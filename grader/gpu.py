@@ -6,8 +6,15 @@ On its own the grader needs no lock (`no_lock`). A batch gives the pipeline
 so that two submissions (or two batches) never run on the GPU at the same time and never
 time each other; builds and host tests stay outside and run in parallel.
 
-Today there is one lock per machine. For one lock per GPU, build the path with
-`lock_path(base, device)` and give each task the lock of the device it runs on.
+One lock per GPU: a batch task grades with a `GpuPool` (pool_for), one GpuLock per device
+it may use (`lock_path(base, device)`; the device's UUID names the file where nvidia-smi
+gives one, so two Slurm jobs that each see their GPU as "0" never share a lock). Entering a
+section takes the first free device, trying the task's own first (task index modulo the
+number of devices, so the tasks spread over the GPUs), waiting for that one when all are
+busy; the section yields the device, and the pipeline runs the stage with
+CUDA_VISIBLE_DEVICES set to it. A section yields None where there is no device to choose.
+Since only the GPU sections hold a lock, one submission's builds and host tests run while
+another's GPU stages do.
 (docs/architecture.md, "GPU sections")
 """
 
@@ -19,13 +26,16 @@ import signal
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, ContextManager, Iterator
+from typing import Any, Callable, ContextManager, Iterator
+
+from .tools import _output, find_tool
 
 GPU_STAGES = ("tests", "sanitizer", "bench", "profiler")  # what the pipeline names a section
 DEFAULT_LOCK = "/tmp/cml-grader-gpu.lock"
 
-# gpu_section("tests" | "sanitizer" | "bench" | "profiler") -> a context manager
-GpuSection = Callable[[str], ContextManager[None]]
+# gpu_section("tests" | "sanitizer" | "bench" | "profiler") -> a context manager that
+# yields the device to run on (a CUDA_VISIBLE_DEVICES value), or None: leave it as it is
+GpuSection = Callable[[str], ContextManager[Any]]
 
 
 @contextmanager
@@ -34,13 +44,106 @@ def no_lock(stage: str) -> Iterator[None]:
     yield
 
 
-def lock_path(base: str, device: int | None = None) -> str:
+def lock_path(base: str, device: int | str | None = None) -> str:
     """The lock file for `device` (a CUDA device index): `base` itself for the whole
     machine (None), else `base` with `.gpuN` before its suffix."""
     if device is None:
         return base
     path = Path(base)
     return str(path.with_name(f"{path.stem}.gpu{device}{path.suffix}"))
+
+
+def timed(section: GpuSection, seconds: dict[str, float],
+          env: dict[str, str] | None = None) -> GpuSection:
+    """`section`, adding the wall time spent inside it (after any wait for the lock) to
+    seconds[stage]: the GPU-seconds a grade records per stage. The device the section
+    yields, if any, becomes env's CUDA_VISIBLE_DEVICES while it runs."""
+
+    @contextmanager
+    def inner(stage: str) -> Iterator[Any]:
+        with section(stage) as device:
+            before = env.get("CUDA_VISIBLE_DEVICES") if env is not None else None
+            if device is not None and env is not None:
+                env["CUDA_VISIBLE_DEVICES"] = str(device)
+            start = time.monotonic()
+            try:
+                yield device
+            finally:
+                seconds[stage] = seconds.get(stage, 0.0) + time.monotonic() - start
+                if device is not None and env is not None:
+                    if before is None:
+                        env.pop("CUDA_VISIBLE_DEVICES", None)
+                    else:
+                        env["CUDA_VISIBLE_DEVICES"] = before
+    return inner
+
+
+def visible_devices() -> list[tuple[str, str]]:
+    """(CUDA_VISIBLE_DEVICES value, lock name) of each GPU this process may use: the entries
+    of CUDA_VISIBLE_DEVICES when it is set (a Slurm allocation), else every GPU nvidia-smi
+    lists; the lock name is the GPU's UUID where nvidia-smi gives one."""
+    smi = find_tool("nvidia-smi")
+    text = _output([smi, "--query-gpu=index,uuid", "--format=csv,noheader"]) if smi else None
+    uuids = {}
+    for line in (text or "").splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) == 2 and cells[0].isdigit():
+            uuids[cells[0]] = cells[1]
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is not None:
+        entries = [e.strip() for e in given.split(",") if e.strip()]
+        if entries and len(entries) == len(uuids) and set(entries) != set(uuids):
+            # a renumbered allocation (cgroup): nvidia-smi lists exactly these GPUs
+            return [(e, u) for e, u in zip(entries, uuids.values())]
+        return [(e, uuids.get(e, e)) for e in entries]
+    return [(index, uuid) for index, uuid in uuids.items()]
+
+
+class GpuPool:
+    """One GpuLock per device (see the module's text); the same interface as a GpuLock:
+    `section(stage)` (yields the device) and `waited`."""
+
+    def __init__(self, base: str, devices: list[tuple[str, str]], prefer: int = 0,
+                 on_wait: Callable[[str], None] | None = None) -> None:
+        self.devices = devices
+        self.locks = [GpuLock(lock_path(base, name), on_wait) for _, name in devices]
+        self.prefer = prefer % len(devices) if devices else 0
+        self._whole = GpuLock(base, on_wait) if not devices else None
+        self._held: int | None = None
+        self._depth = 0
+
+    @property
+    def waited(self) -> float:
+        locks = self.locks + ([self._whole] if self._whole else [])
+        return sum(lock.waited for lock in locks)
+
+    @contextmanager
+    def section(self, stage: str) -> Iterator[str | None]:
+        if self._whole is not None:  # no GPU listed: the machine's one lock
+            with self._whole.section(stage):
+                yield None
+            return
+        if self._depth == 0:
+            n = len(self.locks)
+            order = [(self.prefer + k) % n for k in range(n)]
+            self._held = next((i for i in order if self.locks[i].try_acquire()), None)
+            if self._held is None:
+                self.locks[self.prefer]._acquire(stage)
+                self._held = self.prefer
+        self._depth += 1
+        try:
+            yield self.devices[self._held][0]
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                self.locks[self._held]._release()
+                self._held = None
+
+
+def pool_for(base: str, task_index: int = 0,
+             on_wait: Callable[[str], None] | None = None) -> GpuPool:
+    """The GPU locks of a batch task: one per GPU it may use, its own first."""
+    return GpuPool(base, visible_devices(), task_index, on_wait)
 
 
 class GpuLock:
@@ -72,13 +175,30 @@ class GpuLock:
             if self._depth == 0:
                 self._release()
 
-    def _acquire(self, stage: str) -> None:
+    def _open(self) -> int:
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
             os.fchmod(fd, 0o666)  # another user's batch uses the same lock
         except OSError:
             pass
+        return fd
+
+    def try_acquire(self) -> bool:
+        """Takes the lock if it is free at once; False (nothing held) if not."""
+        if self._fd is not None:
+            return False
+        fd = self._open()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def _acquire(self, stage: str) -> None:
+        fd = self._open()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -104,4 +224,5 @@ class GpuLock:
             self._fd = None
 
 
-__all__ = ["GPU_STAGES", "DEFAULT_LOCK", "no_lock", "lock_path", "GpuLock"]
+__all__ = ["GPU_STAGES", "DEFAULT_LOCK", "no_lock", "lock_path", "timed", "GpuLock",
+           "GpuPool", "visible_devices", "pool_for"]

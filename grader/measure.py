@@ -131,16 +131,23 @@ _UNKNOWN_METRIC_RE = re.compile(r"metric.*(not found|unknown|invalid|not availab
                                 re.IGNORECASE)
 
 
+def metric_names(metric: Metric) -> list[str]:
+    """The ncu metrics one [[metrics]] entry needs."""
+    names = [metric.metric] + ([metric.per] if metric.per else [])
+    if any(not n.endswith(".sum") for n in names):
+        names.append(parsers.NCU_DURATION)  # the weights of a non-additive metric's mean
+    return names
+
+
 def ncu_command(ncu: str, metric: Metric, binary: Path, seed: int, log: Path,
-                call: str | None = None) -> list[str]:
-    """The profiling run of one [[metrics]] entry, its raw page written to `log` as CSV.
+                call: str | None = None, names: list[str] | None = None) -> list[str]:
+    """The profiling run of one [[metrics]] entry, its raw page written to `log` as CSV;
+    `names`: every metric to collect in this run (default: the entry's own).
 
     target "bench": the bench with the entry's args, only kernels inside the NVTX range of
     `call` (default: the entry's) and not inside the other one; call "any": inside either.
     target "tests": every kernel the test cases matching the spec launch."""
-    names = [metric.metric] + ([metric.per] if metric.per else [])
-    if any(not n.endswith(".sum") for n in names):
-        names.append(parsers.NCU_DURATION)  # the weights of a non-additive metric's mean
+    names = names or metric_names(metric)
     cmd = [ncu]
     if metric.target == "bench":
         call = call or metric.call
@@ -171,7 +178,31 @@ class MetricRun:
     unmeasured: str = ""
 
 
-def metric(entry: Metric, ctx: Context) -> MetricRun:
+class _Pass:
+    """The lab's profiler pass: every metric of its rubric that profiles the same run (target,
+    arguments and, for the bench, the call's NVTX range) is collected in one ncu process
+    and each entry reads its own from the shared report."""
+
+    def __init__(self, entries: list[Metric]) -> None:
+        self.names: dict[tuple, list[str]] = {}
+        for e in entries:
+            got = self.names.setdefault(self.group(e), [])
+            got += [n for n in metric_names(e) if n not in got]
+        self.done: dict[tuple, tuple[str, Any]] = {}  # key -> (command, result or error)
+
+    @staticmethod
+    def group(metric: Metric) -> tuple:
+        return (metric.target, tuple(metric.args))
+
+
+def metrics(entries: list[Metric], ctx: Context) -> list[MetricRun]:
+    """Every [[metrics]] entry of a lab, in one profiler pass (one ncu run per distinct
+    profiled run, not one per metric); the runs in the order of `entries`."""
+    shared = _Pass(entries)
+    return [metric(e, ctx, shared) for e in entries]
+
+
+def metric(entry: Metric, ctx: Context, shared: _Pass | None = None) -> MetricRun:
     """ncu on the student's bench (or tests), the metric over every kernel of the profiled
     call. "Not measured" only when ncu is missing, refused or cannot measure on this
     machine; a call that gives the metric nothing to measure has `problem` set."""
@@ -188,15 +219,20 @@ def metric(entry: Metric, ctx: Context) -> MetricRun:
         "per_baseline": entry.per_baseline, "expect_min": entry.expect_min,
         "expect_max": entry.expect_max, "commands": []})
     try:
-        run.value, run.problem = _measure(ncu, entry, ctx, binary, run.details)
+        run.value, run.problem = _measure(ncu, entry, ctx, binary, run.details,
+                                          shared or _Pass([entry]))
     except _NotMeasured as err:
         run.unmeasured = str(err)
     return run
 
 
 def _measure(ncu: str, metric: Metric, ctx: Context, binary: Path,
-             details: dict[str, Any]) -> tuple[float | None, str]:
+             details: dict[str, Any], shared: _Pass) -> tuple[float | None, str]:
     """(the value, or None and why the student's code gave it nothing to measure)."""
+
+    def _profile(ncu, metric, ctx, binary, call, details):  # noqa: ANN001
+        return _shared_profile(ncu, metric, ctx, binary, call, details, shared)
+
     rows, failed = _profile(ncu, metric, ctx, binary, metric.call, details)
     if failed:
         return None, failed
@@ -225,12 +261,36 @@ def _measure(ncu: str, metric: Metric, ctx: Context, binary: Path,
     return value / base, ""
 
 
+def _shared_profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: str,
+                    details: dict[str, Any], shared: _Pass) -> tuple[list[dict[str, Any]], str]:
+    """_profile of the lab's pass: run once per (target, args, call) with every metric of
+    its group; a metric this GPU cannot measure, in a group of several, is measured alone
+    (so it does not take the others with it)."""
+    key = shared.group(metric) + ((call,) if metric.target == "bench" else ())
+    names = shared.names.get(shared.group(metric)) or metric_names(metric)
+    if key not in shared.done:
+        try:
+            found: Any = _profile(ncu, metric, ctx, binary, call, details, names)
+        except _NotMeasured as err:
+            found = err
+        shared.done[key] = (details["commands"][-1], found)
+    else:
+        details["commands"].append(shared.done[key][0])  # one run, read by every entry
+    found = shared.done[key][1]
+    if isinstance(found, _NotMeasured):
+        if len(names) > len(metric_names(metric)) and "cannot measure" in str(found):
+            return _profile(ncu, metric, ctx, binary, call, details)
+        raise found
+    return found  # type: ignore[return-value]
+
+
 def _profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: str,
-             details: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+             details: dict[str, Any],
+             names: list[str] | None = None) -> tuple[list[dict[str, Any]], str]:
     """One profiling run: (the launches profiled, why the student's program failed under
     it or ""). Raises _NotMeasured when the machine could not measure."""
     log = ctx.next_file("ncu", ".csv")
-    cmd = ncu_command(ncu, metric, binary, ctx.seed, log, call)
+    cmd = ncu_command(ncu, metric, binary, ctx.seed, log, call, names)
     details["commands"].append(" ".join(cmd))
     out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3), env=ctx.env,
                       identity=ctx.identity, jail=ctx.jail)

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__, leaks, sandbox
-from .gpu import GpuSection, no_lock
+from .gpu import GpuSection, no_lock, timed
 from .paths import ROOT, LabPaths
 from .result import GRADER_ERROR, INTERRUPTED, NOT_CONFIGURED, GradeResult, LabResult
 from .rubric import Rubric
 from .scoring import finish_unfinished, grade_totals, lab_totals, leave_out_unmeasured
-from .stages import prepare
+from .stages import build, prepare
 from .stages.job import LabJob
 from .stages.lab import grade_lab
 from .tools import find_catch2, probe_toolchain, query_gpus
@@ -58,6 +58,9 @@ class Options:
     # Entered around every GPU stage: gpu_section("tests" | "sanitizer" | "bench" |
     # "profiler"). A batch passes one that holds the machine's GPU lock (grader/gpu.py).
     gpu_section: GpuSection = no_lock
+    # The reference cache (grader/refcache.py); None: the references are built in the
+    # grade's own tree, as a grade without a cache does.
+    cache: Path | None = None
 
 
 def _say(opts: Options, text: str) -> None:
@@ -91,6 +94,7 @@ def grade(opts: Options, result: GradeResult | None = None) -> GradeResult:
         _grade_in(work, opts, result, has_gpu, why_no_gpu)
     finally:
         grade_totals(result)
+        result.gpu_seconds = round(sum(sum(lab.gpu_seconds.values()) for lab in result.labs), 2)
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
     return result
@@ -100,7 +104,7 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
               why_no_gpu: str) -> None:
     say = lambda text: _say(opts, text)  # noqa: E731
     ready = prepare.trees(work, opts.submission, opts.source_root, opts.labs, has_gpu,
-                          opts.build_timeout, say)
+                          opts.build_timeout, say, opts.cache)
     result.sandbox = ready.sandbox
     result.errors += ready.errors
     if ready.trees is None:
@@ -111,13 +115,23 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
                                            "not configure the build; nothing was graded."))
         return
     src = ready.trees.src
+    jobs, seconds = [], []
     for lab in ready.labs:
         rubric = ready.rubrics[lab.folder]
-        job = LabJob(LabPaths(lab.folder, lab.number, lab.topic, src), rubric, ready.trees,
-                     opts.seed, opts.build_timeout or rubric.build_timeout_s,
-                     opts.test_timeout or rubric.test_timeout_s, has_gpu, why_no_gpu,
-                     ready.missing[lab.folder], ready.student_paths[lab.folder], say,
-                     opts.gpu_section)
+        seconds.append({})
+        jobs.append(LabJob(LabPaths(lab.folder, lab.number, lab.topic, src), rubric,
+                           ready.trees, opts.seed, opts.build_timeout or rubric.build_timeout_s,
+                           opts.test_timeout or rubric.test_timeout_s, has_gpu, why_no_gpu,
+                           ready.missing[lab.folder], ready.student_paths[lab.folder], say,
+                           timed(opts.gpu_section, seconds[-1], ready.trees.run_env)))
+    try:  # one build per tree for every lab; a lab that fails builds alone, later
+        build.together(jobs)
+    except Interrupted:
+        raise
+    except Exception as err:  # noqa: BLE001  each lab then builds (and fails) on its own
+        say(f"building the labs together failed ({err}); building them one at a time")
+    for lab, job, gpu_seconds in zip(ready.labs, jobs, seconds):
+        rubric = job.rubric
         lab_result = LabResult(lab.folder, rubric.title, 0.0, rubric.max_points)
         result.labs.append(lab_result)
         start = time.monotonic()
@@ -134,6 +148,7 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
             finish_unfinished(lab_result, rubric, "the grader failed on this lab")
         finally:
             lab_result.wall_seconds = round(time.monotonic() - start, 2)
+            lab_result.gpu_seconds = {k: round(v, 2) for k, v in gpu_seconds.items()}
             leaks.Secrets.of_lab(src, lab.folder, [work, opts.source_root, ROOT]) \
                 .scrub_lab(lab_result)
             leave_out_unmeasured(lab_result)

@@ -168,6 +168,9 @@ class LabResult:
     binaries: dict[str, str] = field(default_factory=dict)  # file name -> sha256
     wall_seconds: float = 0.0
     failure: str | None = None  # one of FAILURES when the lab stopped early, else None
+    # seconds on the GPU per GPU stage (tests, sanitizer, bench, profiler): wall time inside
+    # each GPU section, waiting for the GPU lock excluded
+    gpu_seconds: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:  # records given as the plain dicts of result.json
         if isinstance(self.build, dict):
@@ -207,6 +210,7 @@ class GradeResult:
     # How student code was contained: {"tool": "bubblewrap 0.8.0", "jailed": true} or, where
     # no jail could be made, {"jailed": false, "why": ...} (grading went on, less protected)
     sandbox: dict[str, Any] = field(default_factory=dict)
+    gpu_seconds: float = 0.0  # the labs' gpu_seconds, added up
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

@@ -168,11 +168,16 @@ def _cmake_errors(text: str) -> list[str]:
 
 
 def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity: a Slurm allocation, a container)."""
+    """The CPUs this process may run on: its affinity (a container, a cgroup, taskset), and
+    no more than the Slurm allocation's SLURM_CPUS_PER_TASK when that is set."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cpus = max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
-        return os.cpu_count() or 2
+        cpus = os.cpu_count() or 2
+    slurm = os.environ.get("SLURM_CPUS_PER_TASK", "").strip()
+    if slurm.isdigit() and int(slurm) > 0:
+        cpus = min(cpus, int(slurm))
+    return cpus
 
 
 def cmake_build(build: Path, targets: list[str], timeout: float, env: dict[str, str],

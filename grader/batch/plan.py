@@ -50,6 +50,7 @@ class Plan:
     no_gpu: bool = False
     build_timeout: float | None = None
     test_timeout: float | None = None
+    cache: str | None = None  # the reference cache (grader/refcache.py); None: none
     schema: str = PLAN_SCHEMA
 
     def to_json(self) -> str:

@@ -15,7 +15,7 @@ from typing import Callable
 from .. import pipeline, sandbox
 from ..atomic import write_atomic
 from ..exports import write_exports
-from ..gpu import GpuLock
+from ..gpu import pool_for
 from .fingerprint import grader_fingerprint, submission_key
 from .plan import (GRADED, GRADER_ERROR, INTERRUPTED, STAMP_FILE, TIMED_OUT, BatchError, Plan,
                    Stamp, is_current)
@@ -47,7 +47,7 @@ def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: boo
         log(f"{sub.student}: unchanged since it was graded; kept")
         return None
 
-    lock = GpuLock(plan.gpu_lock, on_wait=log)
+    lock = pool_for(plan.gpu_lock, index, on_wait=log)  # one lock per GPU, this task's first
     start = time.monotonic()
     opts = pipeline.Options(submission=Path(sub.path), labs=plan.lab_paths(), seed=plan.seed,
                             work_dir=work_dir, source_root=Path(plan.repo),
@@ -55,7 +55,8 @@ def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: boo
                             gpu=False if plan.no_gpu else None,
                             progress=lambda text: log(f"[{time.monotonic() - start:7.1f} s] "
                                                       f"{text}"),
-                            gpu_section=lock.section)
+                            gpu_section=lock.section,
+                            cache=Path(plan.cache) if plan.cache else None)
     result = pipeline.new_result(opts)
     status = GRADED
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)}

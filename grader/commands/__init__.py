@@ -1,7 +1,7 @@
 """The grader's subcommands: each module has `add_parser(subparsers)` and `run(args) -> int`
 (docs/architecture.md, "Commands")."""
 
-from . import (batch, check, ci, doctor, expect_fail, grade, integrations, list_labs, new_lab,
+from . import (batch, cache, check, ci, doctor, expect_fail, grade, integrations, list_labs, new_lab,
                release, skeleton)
 
 COMMANDS = {
@@ -13,6 +13,7 @@ COMMANDS = {
     "expect-fail": expect_fail,
     "ci": ci,
     "batch": batch,
+    "cache": cache,
     "release": release,
     "integrations": integrations,
     "new-lab": new_lab,

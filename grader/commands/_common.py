@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import pipeline
+from .. import pipeline, refcache
 from ..atomic import write_atomic
 from ..exports import FORMATS, terminal_table
 from ..gpu import GpuSection, no_lock
@@ -50,22 +50,26 @@ def labs_or_say(command: str, keys: list[str]) -> list[LabPaths] | None:
 
 @dataclass
 class GradingFlags:
-    """The four grading flags every grading command takes (add_grading_flags)."""
+    """The grading flags every grading command takes (add_grading_flags)."""
 
     seed: int | None = None  # None: a fresh one
     no_gpu: bool = False
     build_timeout: float | None = None  # None: the rubric's
     test_timeout: float | None = None
+    cache: Path | None = None  # the reference cache; None: references built per grade
 
     @staticmethod
     def of(args: argparse.Namespace) -> "GradingFlags":
         """The flags as parsed by a parser that add_grading_flags declared them on."""
-        return GradingFlags(args.seed, args.no_gpu, args.build_timeout, args.test_timeout)
+        cache = None if getattr(args, "no_cache", False) else getattr(args, "cache", None)
+        return GradingFlags(args.seed, args.no_gpu, args.build_timeout, args.test_timeout,
+                            Path(cache).resolve() if cache else None)
 
 
 def add_grading_flags(p: argparse.ArgumentParser, seed_help: str, gpu_help: str,
                       show_timeouts: bool = True) -> None:
-    """--seed, --no-gpu, --build-timeout, --test-timeout (read back by GradingFlags.of)."""
+    """--seed, --no-gpu, --build-timeout, --test-timeout, --cache, --no-cache (read back by
+    GradingFlags.of)."""
     p.add_argument("--seed", type=int, default=None, help=seed_help)
     p.add_argument("--no-gpu", action="store_true", help=gpu_help)
     p.add_argument("--build-timeout", type=float, default=None,
@@ -74,6 +78,11 @@ def add_grading_flags(p: argparse.ArgumentParser, seed_help: str, gpu_help: str,
     p.add_argument("--test-timeout", type=float, default=None,
                    help="seconds per test process (default: the rubric's test_timeout_s)"
                    if show_timeouts else argparse.SUPPRESS)
+    p.add_argument("--cache", metavar="DIR", default=str(refcache.default_dir()),
+                   help="the reference cache: the grader's reference executables, built once "
+                        "per content and reused (default: %(default)s)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="build the references in the grade's own tree (no cache)")
 
 
 def export_formats(text: str) -> list[str]:
@@ -131,7 +140,7 @@ def grade_submission(submission: Path, labs: list[LabPaths], flags: GradingFlags
     opts = pipeline.Options(submission=submission.resolve(), labs=labs, work_dir=work_dir,
                             build_timeout=flags.build_timeout, test_timeout=flags.test_timeout,
                             gpu=False if flags.no_gpu else None, progress=Progress(quiet),
-                            gpu_section=gpu_section)
+                            gpu_section=gpu_section, cache=flags.cache)
     if flags.seed is not None:
         opts.seed = flags.seed
     result = pipeline.new_result(opts)

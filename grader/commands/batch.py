@@ -129,7 +129,8 @@ def _run(args: argparse.Namespace) -> int:
                       submissions=batch.read_submissions(  # Canvas/Moodle downloads mapped
                           stage_download(args.submissions, out, labs)), formats=formats,
                       gpu_lock=args.gpu_lock, no_gpu=args.no_gpu,
-                      build_timeout=args.build_timeout, test_timeout=args.test_timeout)
+                      build_timeout=args.build_timeout, test_timeout=args.test_timeout,
+                      cache=None if args.no_cache else str(Path(args.cache).resolve()))
     plan.save(out)
     if args.slurm:
         limit = args.slurm_time or args.timeout + 900

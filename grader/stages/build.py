@@ -36,11 +36,57 @@ def _has(job: LabJob, pattern: str, where: str = "lab") -> bool:
     return any(folder.glob(pattern))
 
 
+def _reference_targets(job: LabJob) -> list[str]:
+    lab, tag = job.lab, job.lab.tag
+    if lab.folder in job.trees.references or not lab.solution_file.is_file():
+        return []
+    targets = [f"{tag}_tests_solution"] if _has(job, "tests/*.c*") else []
+    return targets + ([f"{tag}_bench_solution"] if _has(job, "bench/*.c*")
+                      and job.rubric.performance else [])
+
+
+def _linked_targets(job: LabJob) -> list[str]:
+    tag = job.lab.tag
+    targets = [f"{tag}_tests_student"] if _has(job, "tests/*.c*") else []
+    targets += [f"{tag}_hidden_student"] if _has(job, "tests/*.c*", "solution") else []
+    return targets + ([f"{tag}_bench_student"] if _has(job, "bench/*.c*") else [])
+
+
+def together(jobs: list[LabJob]) -> None:
+    """Every lab of the submission in one build per tree, with every CPU the grade may use:
+    the student's libraries in one build in the jail, then (the references not in the cache
+    and) every student-linked target in one build of the grader's tree. Each lab's
+    `prebuilt` is set only when both builds succeeded; otherwise nothing is set and each
+    lab builds alone (build.student: the targets already made are up to date), so a
+    compile error is still the lab's own, with its own time limit."""
+    todo = [job for job in jobs if not job.missing]
+    if len(todo) < 2:
+        return
+    trees = todo[0].trees
+    timeout = max(job.build_timeout for job in todo)
+    todo[0].say("building your code (every lab in one build)")
+    libs = workspace.cmake_build(trees.student.build, [f"{j.lab.tag}_student" for j in todo],
+                                 timeout, trees.student.env, identity=trees.student.identity,
+                                 jail=trees.student.jail)
+    if not libs.ok:
+        return
+    targets = [t for job in todo for t in _reference_targets(job) + _linked_targets(job)]
+    linked = workspace.cmake_build(trees.build, targets, max(timeout, 600), trees.build_env) \
+        if targets else workspace.BuildOutcome(True, 0.0)
+    if not linked.ok:
+        return
+    for job in todo:
+        job.prebuilt = StudentBuild(True, workspace.BuildOutcome(
+            True, libs.seconds + linked.seconds, False, [], linked.log_tail))
+
+
 def reference(job: LabJob) -> None:
     """The reference's targets (the grader's own code), first. A student's copy has no
     solutions/: no reference, so speed against it is not measured. Raises RuntimeError when
     the reference does not build (the grader's failure, never the student's)."""
     lab, tag = job.lab, job.lab.tag
+    if lab.folder in job.trees.references:
+        return  # built once, in the reference cache (grader/refcache.py)
     has_solution = lab.solution_file.is_file()
     targets = [f"{tag}_tests_solution"] if _has(job, "tests/*.c*") and has_solution else []
     targets += ([f"{tag}_bench_solution"] if _has(job, "bench/*.c*")
@@ -61,6 +107,8 @@ def student(job: LabJob) -> StudentBuild:
     solutions/ and no hidden tests, so nothing of them can be included or embedded); then
     the grader's tests and bench linked with the library made there (no student source is
     compiled in the grader's tree; linking runs none of it)."""
+    if job.prebuilt is not None:
+        return job.prebuilt
     lab, trees, tag = job.lab, job.trees, job.lab.tag
     job.say(f"{lab.folder}: building your code")
     built = workspace.cmake_build(trees.student.build, [f"{tag}_student"], job.build_timeout,
@@ -68,9 +116,7 @@ def student(job: LabJob) -> StudentBuild:
                                   jail=trees.student.jail)
     compiled = built.ok
     if compiled:
-        targets = [f"{tag}_tests_student"] if _has(job, "tests/*.c*") else []
-        targets += [f"{tag}_hidden_student"] if _has(job, "tests/*.c*", "solution") else []
-        targets += [f"{tag}_bench_student"] if _has(job, "bench/*.c*") else []
+        targets = _linked_targets(job)
         if targets:
             linked = workspace.cmake_build(trees.build, targets, job.build_timeout,
                                            trees.build_env)
@@ -110,7 +156,19 @@ def no_submission_part(job: LabJob) -> tuple[PartResult, BuildRecord]:
 
 def binaries(job: LabJob) -> dict[str, Path | None]:
     """The lab's executables by kind (tests_student, bench_solution...), None if not built."""
-    return {k: workspace.binary(job.trees.build, job.lab, k) for k in KINDS}
+    found = {k: workspace.binary(job.trees.build, job.lab, k) for k in KINDS}
+    cached = job.trees.references.get(job.lab.folder)
+    if cached is not None:
+        found.update({k: cached.binary(k) for k in ("tests_solution", "bench_solution")})
+    return found
+
+
+def reference_object(job: LabJob) -> Path | None:
+    """The reference's compiled object (the lab's interface, for the static checks)."""
+    cached = job.trees.references.get(job.lab.folder)
+    if cached is not None:
+        return cached.solution_object
+    return workspace.object_file(job.trees.build, job.lab, "solution")
 
 
 def sha256(path: Path) -> str:

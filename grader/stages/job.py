@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from .. import sandbox
 from ..gpu import GpuSection, no_lock
@@ -41,6 +41,9 @@ class Trees:
     run_env: dict[str, str]  # every run of the student's code (scrubbed)
     identity: sandbox.Identity | None  # the unprivileged user student code runs as
     student: StudentTree
+    # lab folder -> the cached reference (grader/refcache.py); a lab not in it builds its
+    # reference in `build`
+    references: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -59,3 +62,5 @@ class LabJob:
     student_paths: dict[str, str] = field(default_factory=dict)  # placed path -> as submitted
     say: Callable[[str], None] = lambda text: None  # progress
     gpu_section: GpuSection = no_lock
+    # the student's build when it was made together with the other labs' (build.together)
+    prebuilt: Any = None

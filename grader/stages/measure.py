@@ -56,11 +56,11 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
         if rubric.stretch:
             out.parts.append(_stretch(job, ctx, tested, full_groups, bench))
     if rubric.metrics:
+        job.say(f"{folder}: profiling ({len(rubric.metrics)} metric(s), one pass)")
         with _section(job, "profiler", ctx):
-            for entry in rubric.metrics:
-                job.say(f"{folder}: profiling ({entry.name[:40]})")
-                out.parts.append(scoring.metric_part(entry, measure.metric(entry, ctx),
-                                                     full_groups))
+            found = measure.metrics(rubric.metrics, ctx)
+        for entry, measured in zip(rubric.metrics, found):
+            out.parts.append(scoring.metric_part(entry, measured, full_groups))
 
 
 def _stretch(job: LabJob, ctx: measure.Context, tested: TestRuns, full_groups: set[str],

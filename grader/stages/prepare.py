@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .. import sandbox, workspace
+from .. import refcache, sandbox, workspace
 from ..paths import LabPaths
 from ..rubric import Rubric, RubricError, load_rubric
 from .job import StudentTree, Trees
@@ -35,7 +35,7 @@ class Prepared:
 
 def trees(work: Path, submission: Path, source_root: Path, labs: list[LabPaths],
           has_gpu: bool, build_timeout: float | None,
-          say: Callable[[str], None]) -> Prepared:
+          say: Callable[[str], None], cache: Path | None = None) -> Prepared:
     out = Prepared()
     identity = sandbox.unprivileged_identity()
     isolation = sandbox.isolation()
@@ -95,13 +95,15 @@ def trees(work: Path, submission: Path, source_root: Path, labs: list[LabPaths],
     if not out.labs:
         return out
 
+    references, arch_flags = _references(cache, source_root, out.labs, say)
     student = StudentTree(student_src, student_build, student_env, identity,
                           workspace.student_jail(student_src, student_build))
-    out.trees = Trees(work, src, build, build_env, run_env, identity, student)
+    out.trees = Trees(work, src, build, build_env, run_env, identity, student, references)
     timeout = max(build_timeout or out.rubrics[lab.folder].build_timeout_s for lab in out.labs)
     say("configuring (CMake)")
     configured = workspace.cmake_configure(src, build, out.labs, timeout, build_env,
-                                           [f"-DCML_STUDENT_BUILD={student_build}"])
+                                           [f"-DCML_STUDENT_BUILD={student_build}",
+                                            *arch_flags])
     if configured.ok:
         # The student's tree is built for exactly the GPU architectures of the grader's.
         arch = workspace.cache_value(build, "CMAKE_CUDA_ARCHITECTURES") or "75"
@@ -115,3 +117,20 @@ def trees(work: Path, submission: Path, source_root: Path, labs: list[LabPaths],
                           + " | ".join(configured.errors or [configured.log_tail[-500:]]))
         out.unconfigured = True
     return out
+
+
+def _references(cache: Path | None, source_root: Path, labs: list[LabPaths],
+                say: Callable[[str], None]) -> tuple[dict, list[str]]:
+    """The cached references of `labs` (filled first where missing), and the CMake flags
+    that build the grade's tree for the cache's GPU architectures. A cache that cannot be
+    filled is said and left out: each lab then builds its reference in the grade's tree,
+    where a failure is named per lab."""
+    if cache is None:
+        return {}, []
+    store = refcache.Cache(cache)
+    try:
+        return store.fill(source_root, labs, say=say), \
+            [f"-DCMAKE_CUDA_ARCHITECTURES={store.archs}"]
+    except (OSError, RuntimeError) as err:
+        say(f"warning: the reference cache was not used ({err})")
+        return {}, []

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .. import sandbox, static_checks, workspace
 from ..result import GRADED, PartResult
+from .build import reference_object
 from .job import LabJob
 
 
@@ -18,7 +19,7 @@ def check(job: LabJob) -> tuple[PartResult, list[static_checks.Violation]]:
     lab, student, build = job.lab, job.trees.student, job.trees.build
     rules = static_checks.load_rules(lab.folder, job.rubric.static)
     obj = workspace.object_file(student.build, lab)
-    reference = workspace.object_file(build, lab, "solution")
+    reference = reference_object(job)
     jailed = sandbox.isolation().jailed
     inside_src = Path(sandbox.JAIL_ROOT + "/src") if jailed else student.src
     rel = f"labs/{lab.folder}/{lab.topic}.cu"

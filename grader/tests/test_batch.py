@@ -199,7 +199,8 @@ class GpuLockTest(TmpCase):
             held.append(self.held_elsewhere(Path(plan.gpu_lock)))  # the next lab's build
             return result
 
-        with mock.patch.object(pipeline, "grade", side_effect=fake_grade):
+        with mock.patch.object(pipeline, "grade", side_effect=fake_grade), \
+                mock.patch.object(gpu, "visible_devices", return_value=[]):  # the whole lock
             batch.run_task(out, 0, log=lambda t: None)
         self.assertEqual(held, [False, True, False])
         self.assertFalse(self.held_elsewhere(Path(plan.gpu_lock)))

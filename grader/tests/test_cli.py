@@ -3,7 +3,9 @@
 import contextlib
 import io
 import unittest
+from pathlib import Path
 
+from grader import refcache
 from grader.__main__ import build_parser, main
 from grader.commands.check import feedback
 from grader.result import GradeResult, LabResult, PartResult, TestResult
@@ -44,7 +46,12 @@ class CliTest(unittest.TestCase):
             args = build_parser().parse_args(argv + ["--seed", "9", "--no-gpu",
                                                      "--build-timeout", "5",
                                                      "--test-timeout", "6"])
-            self.assertEqual(GradingFlags.of(args), GradingFlags(9, True, 5.0, 6.0), argv)
+            self.assertEqual(GradingFlags.of(args), GradingFlags(
+                9, True, 5.0, 6.0, refcache.default_dir().resolve()), argv)
+            self.assertEqual(GradingFlags.of(build_parser().parse_args(
+                argv + ["--cache", "/c"])).cache, Path("/c"), argv)
+            self.assertIsNone(GradingFlags.of(build_parser().parse_args(
+                argv + ["--no-cache"])).cache, argv)
 
     def test_list_shows_lab_04_and_its_file(self):
         _status, text = run(["list"])

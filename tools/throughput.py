@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""The grader's throughput on this machine: the wall time of a full grade of the reference
+with an empty reference cache (cold) and a filled one (warm), the GPU-seconds one
+submission takes (from result.json), and the wall time of a batch of N submissions
+(copies of the reference). Prints the device, then a short table.
+
+Usage: python3 tools/throughput.py [--labs 01,04] [--batch N] [--jobs J] [--skip-cold]
+                                   [--regrades K] [--out DIR]
+Defaults: every lab, a batch of 4, the batch's own --jobs default; about 6 to 9 minutes on
+a 16-core machine with one H100. Run it as root, like the grader (student code then runs as
+an unprivileged user). --regrades K grades the reference K times warm and shows the
+spread of the performance points per lab (the timing protocol's reproducibility).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grader.commands._common import choose_labs  # noqa: E402
+from grader.rubric import load_rubric  # noqa: E402
+from grader.tools import _output, find_tool  # noqa: E402
+
+
+def device_name() -> str:
+    smi = find_tool("nvidia-smi")
+    text = _output([smi, "--query-gpu=name", "--format=csv,noheader"]) if smi else None
+    names = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    if not names:
+        return "no GPU"
+    return names[0] + (f" (x{len(names)})" if len(names) > 1 else "")
+
+
+def reference_submission(labs, dest: Path) -> Path:
+    """A folder laid out like the repository with every student file from solutions/."""
+    for lab in labs:
+        for rel in load_rubric(lab).student_files:
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ROOT / rel.replace("labs/", "solutions/", 1), target)
+    return dest
+
+
+def grader(args: list[str], log: Path) -> float:
+    """Runs `python3 -m grader ARGS`, its output into `log`; the wall time."""
+    start = time.monotonic()
+    with log.open("w") as f:
+        proc = subprocess.run([sys.executable, "-m", "grader", *args], cwd=ROOT, stdout=f,
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    seconds = time.monotonic() - start
+    if proc.returncode not in (0,):
+        print(f"  (exit status {proc.returncode}; see {log})", file=sys.stderr)
+    return seconds
+
+
+def gpu_seconds(result: Path) -> tuple[float, dict[str, float]]:
+    data = json.loads(result.read_text())
+    stages: dict[str, float] = {}
+    for lab in data.get("labs", []):
+        for stage, s in (lab.get("gpu_seconds") or {}).items():
+            stages[stage] = stages.get(stage, 0.0) + s
+    return float(data.get("gpu_seconds") or sum(stages.values())), stages
+
+
+def perf_points(result: Path) -> dict[str, float]:
+    data = json.loads(result.read_text())
+    return {lab["lab"][:2]: sum(p["points"] for p in lab["parts"]
+                                if p["kind"] == "performance")
+            for lab in data.get("labs", [])}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--labs", default="", help="comma-separated labs (default: all)")
+    p.add_argument("--batch", type=int, default=4, help="submissions in the batch (0: none)")
+    p.add_argument("--jobs", default="auto", help="the batch's --jobs (default: its own)")
+    p.add_argument("--skip-cold", action="store_true",
+                   help="no cold grade (the cache in --out is used as it is)")
+    p.add_argument("--regrades", type=int, default=1, help="warm grades of the reference")
+    p.add_argument("--out", type=Path, default=None, help="keep everything here")
+    p.add_argument("--seed", type=int, default=4242)
+    args = p.parse_args()
+
+    labs = choose_labs([args.labs] if args.labs else [])
+    lab_arg = ",".join(lab.number for lab in labs)
+    out = (args.out or Path(tempfile.mkdtemp(prefix="cml-throughput-"))).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    out.chmod(0o755)  # student code runs as 'nobody' under here
+    cache = out / "cache"
+    sub = reference_submission(labs, out / "reference")
+    common = ["--labs", lab_arg, "--cache", str(cache), "--seed", str(args.seed),
+              "--format", ""]
+    device = device_name()
+    cpus = len(os.sched_getaffinity(0))
+    print(f"throughput: {device}; {cpus} CPUs; labs {lab_arg}; out {out}", flush=True)
+    rows: list[tuple[str, str]] = []
+
+    if not args.skip_cold:
+        shutil.rmtree(cache, ignore_errors=True)
+        print("cold grade (empty reference cache) ...", flush=True)
+        cold = grader(["grade", str(sub), "--out", str(out / "cold"), *common],
+                      out / "cold.log")
+        rows.append(("grade, cold (s)", f"{cold:.1f}"))
+        print(f"  {cold:.1f} s", flush=True)
+
+    warm_times, points = [], []
+    for k in range(max(1, args.regrades)):
+        print(f"warm grade {k + 1} ...", flush=True)
+        dest = out / f"warm-{k + 1}"
+        warm_times.append(grader(["grade", str(sub), "--out", str(dest), *common],
+                                 out / f"warm-{k + 1}.log"))
+        print(f"  {warm_times[-1]:.1f} s", flush=True)
+        if (dest / "result.json").is_file():
+            points.append(perf_points(dest / "result.json"))
+    rows.append(("grade, warm (s)", " / ".join(f"{t:.1f}" for t in warm_times)))
+    result = out / "warm-1" / "result.json"
+    if result.is_file():
+        total, stages = gpu_seconds(result)
+        rows.append(("GPU-seconds per submission", f"{total:.1f}"))
+        rows.append(("  by stage", ", ".join(f"{k} {v:.1f}" for k, v in sorted(stages.items()))))
+    if len(points) > 1:
+        spread = {lab: max(pt.get(lab, 0) for pt in points) - min(pt.get(lab, 0)
+                                                                 for pt in points)
+                  for lab in points[0]}
+        rows.append(("speed points spread per lab", ", ".join(
+            f"{lab} {s:.2f}" for lab, s in spread.items())))
+
+    if args.batch > 0:
+        subs = out / "batch-subs"
+        shutil.rmtree(subs, ignore_errors=True)
+        for i in range(args.batch):
+            shutil.copytree(sub, subs / f"s{i + 1:02d}")
+        jobs = [] if args.jobs == "auto" else ["--jobs", args.jobs]
+        print(f"batch of {args.batch} ...", flush=True)
+        shutil.rmtree(out / "batch", ignore_errors=True)
+        seconds = grader(["batch", str(subs), "--out", str(out / "batch"), *jobs, *common],
+                         out / "batch.log")
+        rows.append((f"batch of {args.batch} (s)", f"{seconds:.1f}"))
+        gpu = [gpu_seconds(r)[0] for r in sorted((out / "batch").glob("s*/result.json"))]
+        if gpu:
+            rows.append(("batch GPU-seconds, mean", f"{sum(gpu) / len(gpu):.1f}"))
+
+    print(f"\n{'':2}{device}")
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"  {key:<{width}}  {value}")
+    if args.out is None:
+        print(f"(logs and results: {out})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
