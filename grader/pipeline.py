@@ -58,6 +58,8 @@ class Options:
     # Entered around every GPU stage: gpu_section("tests" | "sanitizer" | "bench" |
     # "profiler"). A batch passes one that holds the machine's GPU lock (grader/gpu.py).
     gpu_section: GpuSection = no_lock
+    # Given the whole output of every build and test run (a batch writes it to grade.log).
+    log: Callable[[str], None] | None = None
 
 
 def _say(opts: Options, text: str) -> None:
@@ -117,7 +119,7 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
                      opts.seed, opts.build_timeout or rubric.build_timeout_s,
                      opts.test_timeout or rubric.test_timeout_s, has_gpu, why_no_gpu,
                      ready.missing[lab.folder], ready.student_paths[lab.folder], say,
-                     opts.gpu_section)
+                     opts.gpu_section, opts.log or (lambda text: None))
         lab_result = LabResult(lab.folder, rubric.title, 0.0, rubric.max_points)
         result.labs.append(lab_result)
         start = time.monotonic()

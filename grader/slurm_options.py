@@ -102,13 +102,16 @@ def prep_script(options: SlurmOptions, repo: str | Path, out_dir: str | Path,
 
 
 def array_script(options: SlurmOptions, repo: str | Path, out_dir: str | Path, count: int,
-                 max_parallel: int | None = None, dependency: str | None = None) -> str:
+                 max_parallel: int | None = None, dependency: str | None = None,
+                 indices: list[int] | None = None, force: bool = False) -> str:
     """A job array, task i grading submissions[i] of the plan (listed in
     `<out>/slurm/submissions.txt` as `index<TAB>student<TAB>path`); each task's whole output
-    goes to `<out>/<student>/grade.log` as well as to Slurm's log."""
+    goes to `<out>/<student>/grade.log` as well as to Slurm's log. `indices`: those tasks
+    alone (a regrade of chosen students), `force`: graded again even when unchanged."""
     out_dir = Path(out_dir)
     out = shlex.quote(str(out_dir))
-    array = f"0-{count - 1}" + (f"%{max_parallel}" if max_parallel else "")
+    array = (",".join(map(str, indices)) if indices is not None else f"0-{count - 1}") \
+        + (f"%{max_parallel}" if max_parallel else "")
     lines = ["#!/bin/bash",
              f"# Grades one submission of the batch in {out_dir} per array task.",
              f"# Then: python3 -m grader batch --collect {out_dir}",
@@ -124,7 +127,8 @@ def array_script(options: SlurmOptions, repo: str | Path, out_dir: str | Path, c
              'chmod 711 "$work"',
              "trap 'rm -rf \"$work\"' EXIT",
              f'"$PYTHON" -m grader batch --task "$SLURM_ARRAY_TASK_ID" --out {out} '
-             f'--work-dir "$work/build" 2>&1 | tee {out}/"$student"/{LOG_NAME}']
+             f'--work-dir "$work/build"{" --force" if force else ""} 2>&1 '
+             f'| tee {out}/"$student"/{LOG_NAME}']
     return "\n".join(lines) + "\n"
 
 

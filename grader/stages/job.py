@@ -59,3 +59,4 @@ class LabJob:
     student_paths: dict[str, str] = field(default_factory=dict)  # placed path -> as submitted
     say: Callable[[str], None] = lambda text: None  # progress
     gpu_section: GpuSection = no_lock
+    log: Callable[[str], None] = lambda text: None  # whole build/test output (grade.log)
