@@ -119,7 +119,7 @@ def rescore(out_dir: Path) -> list[str]:
     rescored; raises BatchError when a rubric changed more than points."""
     plan = Plan.load(out_dir)
     rubrics = {lab.folder: load_rubric(lab) for lab in plan.lab_paths()}
-    done = []
+    todo = []  # everything checked before anything is written
     for sub in plan.submissions:
         student_dir = out_dir / sub.student
         base = student_dir / GRADED_COPY
@@ -128,14 +128,14 @@ def rescore(out_dir: Path) -> list[str]:
         if data is None:
             continue
         try:
-            new = regrade.rescore(data, rubrics)
+            todo.append((student_dir, base, regrade.rescore(data, rubrics)))
         except regrade.RegradeError as err:
-            raise BatchError(f"{sub.student}: {err}") from None
+            raise BatchError(f"{sub.student}: {err}; nothing was rescored") from None
+    for student_dir, base, new in todo:
         write_atomic(base, GradeResult.from_dict(new).to_json() + "\n")
         _write_result(plan, student_dir, new)  # collect applies the overrides again
         regrade.append_history(student_dir, regrade.history_entry(new, "rescored"))
-        done.append(sub.student)
-    return done
+    return [d.name for d, _, _ in todo]
 
 
 def apply_overrides(out_dir: Path, plan: Plan) -> dict[str, list[str]]:
