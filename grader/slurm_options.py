@@ -339,9 +339,12 @@ def check_here(options: SlurmOptions, run=None) -> tuple[list[str], str]:
 
     try:
         if options.partition:
-            _, text = scontrol("show", "partition", options.partition)
+            rc, text = scontrol("show", "partition", options.partition)
         else:
-            _, every = scontrol("show", "partition")
+            rc, every = scontrol("show", "partition")
+            if rc != 0:  # no controller to ask (scripts written off the cluster)
+                return [], (f"scontrol could not reach Slurm ({every.strip()[:200]}): the "
+                            "options were not checked against a partition")
             default = [r for r in re.split(r"\n(?=\S)", every.strip())
                        if re.search(r"\bDefault=YES\b", r)]
             if not default:

@@ -103,8 +103,9 @@ def collect(out_dir: Path) -> dict:
             "finished": stamp.finished if stamp else None,
             "labs": lab_status, "overrides": overrides.get(sub.student, []),
             **{k: v for k, v in asdict(sub).items() if k in PIN_FIELDS and v}}
-    columns = ["student", *plan.labs, "total", "max_points", "status",
-               *[f"{lab} status" for lab in plan.labs], *_pin_names(plan)]
+    # status last: the LMS join (exports/lms.py) fills it for roster rows without a grade
+    columns = ["student", *plan.labs, "total", "max_points",
+               *[f"{lab} status" for lab in plan.labs], *_pin_names(plan), "status"]
     table = io.StringIO()
     writer = csv.DictWriter(table, fieldnames=columns, lineterminator="\n")
     writer.writeheader()

@@ -281,8 +281,8 @@ class CollectTest(TmpCase):
             rows = list(csv.DictReader(f))
         self.assertEqual([r["student"] for r in rows], ["ann", "ben", "cat", "dan", "eve",
                                                         "fay", "gus"])
-        self.assertEqual(list(rows[0]), ["student", LAB, "total", "max_points", "status",
-                                         f"{LAB} status"])
+        self.assertEqual(list(rows[0]), ["student", LAB, "total", "max_points",
+                                         f"{LAB} status", "status"])
         self.assertEqual(rows[0][f"{LAB} status"], "incomplete: GPU parts not graded")
         self.assertEqual(rows[1][f"{LAB} status"], "complete")
         self.assertEqual((rows[0][LAB], rows[0]["total"], rows[0]["status"]),
