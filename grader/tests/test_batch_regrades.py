@@ -180,6 +180,40 @@ class RegradeTest(unittest.TestCase):
         self.assertIn("- Equal to the untouched skeleton: cat", text)
 
 
+class SlurmCommandTest(unittest.TestCase):
+    """`batch --slurm`: the options checked before anything is written."""
+
+    setUp = RegradeTest.setUp
+    run_command = RegradeTest.run_command
+
+    def test_gres_none_needs_no_gpu_and_a_misfit_writes_nothing(self):
+        roster = self.tmp / "r.csv"
+        roster.write_text("student,path\nann,subs/ann\nben,subs/ben\n")
+        args = [str(roster), "--out", str(self.out), "--labs", "04", "--slurm"]
+        self.assertEqual(self.run_command(*args, "--slurm-gres", "none"), 1)
+        with mock.patch("grader.slurm_options.check_here",
+                        return_value=(["time 45 min exceeds partition debug's MaxTime"], "")):
+            self.assertEqual(self.run_command(*args, "--no-gpu"), 1)
+        self.assertFalse((self.out / "slurm" / "grade.sbatch").exists())
+        with mock.patch("grader.slurm_options.check_here", return_value=([], "")):
+            self.assertEqual(self.run_command(*args, "--no-gpu", "--slurm-gres", "none",
+                                              "--slurm-setup", "module load cuda",
+                                              "--no-slurm-prep"), 0)
+        text = (self.out / "slurm" / "grade.sbatch").read_text()
+        self.assertNotIn("--gres", text)
+        self.assertIn("module load cuda", text.splitlines())
+        self.assertFalse((self.out / "slurm" / "prep.sbatch").exists())
+        _store(self.out, "ben", _result(0.0), status=batch.GRADER_ERROR)
+        with mock.patch("grader.slurm_options.check_here", return_value=([], "")):
+            self.assertEqual(self.run_command("--out", str(self.out), "--slurm", "--no-gpu",
+                                              "--only-status", "error"), 0)
+        text = (self.out / "slurm" / "grade.sbatch").read_text()
+        self.assertIn("#SBATCH --array=1", text.splitlines())
+        self.assertIn("--force", text)
+        self.assertIn("cache fill --labs 04_tiled_matmul",
+                      (self.out / "slurm" / "prep.sbatch").read_text())
+
+
 def regrade_history(student_dir: Path) -> list[dict]:
     from grader.regrade import read_history
     return read_history(student_dir)
