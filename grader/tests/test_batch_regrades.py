@@ -166,6 +166,16 @@ class RegradeTest(unittest.TestCase):
         self.assertEqual(len(subs[0].sha), 40)
         self.assertIn("1 later commit(s) ignored", subs[0].late)
         self.assertEqual(subs[0].source, str(repo))
+        plan = batch.Plan(repo=str(ROOT), labs=[LAB], seed=7, timeout=60, submissions=subs,
+                          formats=["markdown"], no_gpu=True, deadline="2026-03-02")
+        plan.save(self.out)
+        _store(self.out, "dan", _result(25.0))
+        manifest = batch.collect(self.out)
+        row = self.rows()["dan"]
+        self.assertEqual(row["sha"], subs[0].sha)
+        self.assertIn("on time", row["late"])
+        self.assertEqual(list(row)[-1], "status")
+        self.assertEqual(manifest["students"]["dan"]["sha"], subs[0].sha)
 
     def test_integrity_names_identical_submissions_and_skeleton_copies(self):
         rel = Path("labs") / LAB / "tiled_matmul.cu"
