@@ -148,6 +148,9 @@ def _run(args: argparse.Namespace) -> int:
         print("batch: give SUBMISSIONS (a folder or a CSV roster), or --collect DIR",
               file=sys.stderr)
         return 1
+    slurm = _slurm_options(args) if args.slurm else None
+    if args.slurm and slurm is None:
+        return 1  # nothing written
     plan = _plan(args, out, old)
     if plan is None:
         return 1
@@ -156,8 +159,8 @@ def _run(args: argparse.Namespace) -> int:
     if only is not None and not only:
         print("batch: --only/--only-status chose nobody; nothing to grade", file=sys.stderr)
         return 0
-    if args.slurm:
-        return _slurm(args, plan, out, only)
+    if slurm is not None:
+        return _slurm(args, slurm, plan, out, only)
     problem = node_problem(plan)
     if problem is not None:
         print(f"batch: {problem}", file=sys.stderr)
@@ -214,15 +217,14 @@ def _plan(args: argparse.Namespace, out: Path, old: "batch.Plan | None") -> "bat
     return plan
 
 
-def _slurm(args: argparse.Namespace, plan: "batch.Plan", out: Path,
-           only: set[str] | None) -> int:
-    """--slurm: the prep job and the array, checked against the partition first."""
+def _slurm_options(args: argparse.Namespace) -> "slurm_options.SlurmOptions | None":
+    """The --slurm-* options, checked against the partition; None after saying why not."""
     opts = slurm_options.from_args(args, args.timeout)
-    if opts.gres_line is None and not plan.no_gpu:
+    if opts.gres_line is None and not args.no_gpu:
         print("batch: --slurm-gres none gives the tasks no GPU: give --no-gpu as well to "
               "grade without the GPU parts (the gradebook then says 'incomplete')",
               file=sys.stderr)
-        return 1
+        return None
     if not args.slurm_no_check:
         errors, note = slurm_options.check_here(opts)
         for error in errors:
@@ -230,9 +232,15 @@ def _slurm(args: argparse.Namespace, plan: "batch.Plan", out: Path,
         if errors:
             print("batch: nothing written; change the --slurm-* options (or give "
                   "--slurm-no-check)", file=sys.stderr)
-            return 1
+            return None
         if note:
             print(f"batch: {note}", file=sys.stderr)
+    return opts
+
+
+def _slurm(args: argparse.Namespace, opts: "slurm_options.SlurmOptions", plan: "batch.Plan",
+           out: Path, only: set[str] | None) -> int:
+    """--slurm: the prep job and the array after it."""
     indices = (None if only is None else
                [i for i, s in enumerate(plan.submissions) if s.student in only])
     prep, script = batch.write_slurm(plan, out, opts, args.slurm_parallel,

@@ -205,6 +205,7 @@ class SlurmCommandTest(unittest.TestCase):
                         return_value=(["time 45 min exceeds partition debug's MaxTime"], "")):
             self.assertEqual(self.run_command(*args, "--no-gpu"), 1)
         self.assertFalse((self.out / "slurm" / "grade.sbatch").exists())
+        self.assertFalse((self.out / batch.PLAN_FILE).exists())  # nothing written at all
         with mock.patch("grader.slurm_options.check_here", return_value=([], "")):
             self.assertEqual(self.run_command(*args, "--no-gpu", "--slurm-gres", "none",
                                               "--slurm-setup", "module load cuda",
