@@ -76,7 +76,7 @@ def collect(out_dir: Path) -> dict:
             continue
         for lab in plan.labs:
             entry = next((x for x in result.labs if x.lab == lab), None)
-            row[lab] = fmt_points(entry.points) if entry else ""
+            row[lab] = fmt_points(entry.points * sub.late_factor) if entry else ""
             if entry:
                 scores[lab].append(entry.points)
                 maxima[lab] = max(maxima.get(lab, 0.0), entry.max_points)

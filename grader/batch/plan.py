@@ -100,6 +100,8 @@ class Stamp:
     gpu_wait_seconds: float
     finished: str
     host: str
+    sha: str | None = None  # a git submission: the commit graded
+    commit_time: str | None = None
 
 
 def read_submissions(source: Path) -> list[Submission]:

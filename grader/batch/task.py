@@ -106,7 +106,8 @@ def _finish(out_dir: Path, plan: Plan, sub, result, status: str, hashes: dict, k
         log(f"{sub.student}: exports not written: {err}")
     stamp = Stamp(sub.student, sub.path, key, hashes, status, result.points, result.max_points,
                   round(seconds, 1), round(waited, 1),
-                  time.strftime("%Y-%m-%dT%H:%M:%S%z"), os.uname().nodename)
+                  time.strftime("%Y-%m-%dT%H:%M:%S%z"), os.uname().nodename, sub.sha,
+                  sub.commit_time)
     write_atomic(student_dir / STAMP_FILE, json.dumps(asdict(stamp), indent=2) + "\n")
     entry = regrade.history_entry(json.loads(result.to_json()), f"graded ({status})")
     entry.update({"host": stamp.host, "sha": sub.sha} if sub.sha else {"host": stamp.host})

@@ -16,7 +16,7 @@ from unittest import mock
 from grader import batch
 from grader.batch import regrades
 from grader.commands import batch as command
-from grader import regrade
+from grader import pipeline, regrade
 from grader.paths import ROOT
 from grader.rubric import load_rubric
 from grader.result import GRADED, NOT_GRADED, GradeResult, LabResult, PartResult
@@ -176,6 +176,19 @@ class RegradeTest(unittest.TestCase):
         self.assertIn("on time", row["late"])
         self.assertEqual(list(row)[-1], "status")
         self.assertEqual(manifest["students"]["dan"]["sha"], subs[0].sha)
+        # a policy that takes late work: the newest commit, 10 % off per started day
+        late = [batch.Submission("dan", str(repo))]
+        regrades.pin_git(late, self.out, "2026-03-02T00:00:00+00:00", {}, "per-day:10")
+        self.assertEqual((Path(late[0].path) / rel).read_text(), "// late\n")
+        self.assertEqual(late[0].late_factor, 0.8)  # 1.4 days late: two started days
+        plan.submissions = late
+        plan.save(self.out)
+        batch.collect(self.out)
+        self.assertEqual((self.rows()["dan"][LAB], self.rows()["dan"]["total"]), ("20", "20"))
+        with mock.patch.object(pipeline, "grade") as grade:  # the task records the commit
+            stamp = batch.run_task(self.out, 0, force=True, log=lambda text: None)
+        self.assertEqual(grade.call_args[0][0].submission, Path(late[0].path))
+        self.assertEqual((stamp.sha, stamp.commit_time), (late[0].sha, late[0].commit_time))
 
     def test_integrity_names_identical_submissions_and_skeleton_copies(self):
         rel = Path("labs") / LAB / "tiled_matmul.cu"
