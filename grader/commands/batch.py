@@ -94,7 +94,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    "canvas (canvas-import.csv), moodle (moodle-import.csv), or both")
     p.add_argument("--task", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--work-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    # a regrade without SUBMISSIONS keeps the plan's settings where no flag is given
+    p.set_defaults(plan_defaults={arg: p.get_default(arg) for arg in PLAN_SETTINGS})
     return p
+
+
+# argument -> the Plan field a regrade of the existing plan keeps unless the flag is given
+PLAN_SETTINGS = {"format": "formats", "timeout": "timeout", "no_gpu": "no_gpu",
+                 "gpu_lock": "gpu_lock", "build_timeout": "build_timeout",
+                 "test_timeout": "test_timeout", "deadline": "deadline",
+                 "late_policy": "late_policy"}
 
 
 COLOURS = {"graded": "32", "kept": "36", "timeout": "33", "error": "31", "interrupted": "31"}
@@ -148,6 +157,8 @@ def _run(args: argparse.Namespace) -> int:
         print("batch: give SUBMISSIONS (a folder or a CSV roster), or --collect DIR",
               file=sys.stderr)
         return 1
+    if old is not None and args.submissions is None:  # a regrade of the plan as it is
+        _keep_plan_settings(args, old)
     slurm = _slurm_options(args) if args.slurm else None
     if args.slurm and slurm is None:
         return 1  # nothing written
@@ -180,6 +191,16 @@ def _run(args: argparse.Namespace) -> int:
     print(f"{len(outcomes) - kept} graded, {kept} unchanged (kept) in "
           f"{time.monotonic() - start:.1f} s")
     return _lms_files(args, out) or _report_collected(out, manifest)
+
+
+def _keep_plan_settings(args: argparse.Namespace, old: "batch.Plan") -> None:
+    """The plan's settings for every PLAN_SETTINGS flag left at its default."""
+    defaults = getattr(args, "plan_defaults", {})
+    for arg, name in PLAN_SETTINGS.items():
+        if arg in defaults and getattr(args, arg) == defaults[arg]:
+            setattr(args, arg, getattr(old, name))
+    if not args.require_tools:
+        args.require_tools = ",".join(old.require_tools)
 
 
 def _plan(args: argparse.Namespace, out: Path, old: "batch.Plan | None") -> "batch.Plan | None":

@@ -229,10 +229,11 @@ class SlurmCommandTest(unittest.TestCase):
         self.assertFalse((self.out / "slurm" / "prep.sbatch").exists())
         _store(self.out, "ben", _result(0.0), status=batch.GRADER_ERROR)
         with mock.patch("grader.slurm_options.check_here", return_value=([], "")):
-            self.assertEqual(self.run_command("--out", str(self.out), "--slurm", "--no-gpu",
-                                              "--only-status", "error"), 0)
+            self.assertEqual(self.run_command("--out", str(self.out), "--slurm",
+                                              "--only-status", "error"), 0)  # --no-gpu kept
         text = (self.out / "slurm" / "grade.sbatch").read_text()
         self.assertIn("#SBATCH --array=1", text.splitlines())
+        self.assertTrue(batch.Plan.load(self.out).no_gpu)
         self.assertIn("--force", text)
         self.assertIn("cache fill --labs 04_tiled_matmul",
                       (self.out / "slurm" / "prep.sbatch").read_text())
