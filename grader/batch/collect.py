@@ -86,7 +86,7 @@ def collect(out_dir: Path) -> dict:
             if kind:
                 failures[kind].append(f"{sub.student} ({lab[:2]})")
         status = stamp.status if stamp else "graded"
-        lab_status = {x.lab: regrades.lab_status(json.loads(json.dumps(asdict(x))))
+        lab_status = {x.lab: regrades.lab_status(asdict(x))
                       for x in result.labs}
         total = result.points * sub.late_factor
         row.update({"total": fmt_points(total), "max_points": fmt_points(result.max_points),
