@@ -61,6 +61,8 @@ class Options:
     # The reference cache (grader/refcache.py); None: the references are built in the
     # grade's own tree, as a grade without a cache does.
     cache: Path | None = None
+    # Given the whole output of every build and test run (a batch writes it to grade.log).
+    log: Callable[[str], None] | None = None
 
 
 def _say(opts: Options, text: str) -> None:
@@ -123,7 +125,8 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
                            ready.trees, opts.seed, opts.build_timeout or rubric.build_timeout_s,
                            opts.test_timeout or rubric.test_timeout_s, has_gpu, why_no_gpu,
                            ready.missing[lab.folder], ready.student_paths[lab.folder], say,
-                           timed(opts.gpu_section, seconds[-1], ready.trees.run_env)))
+                           timed(opts.gpu_section, seconds[-1], ready.trees.run_env),
+                           log=opts.log or (lambda text: None)))
     try:  # one build per tree for every lab; a lab that fails builds alone, later
         build.together(jobs)
     except Interrupted:

@@ -86,29 +86,34 @@ def student_log(out_dir: str | Path, student: str) -> Path:
     return Path(out_dir) / student / LOG_NAME
 
 
-def prep_command(labs: list[str]) -> str:
-    """The command the prep job runs: fills the reference cache for the labs."""
-    return f'"$PYTHON" -m grader cache fill --labs {shlex.quote(",".join(labs))}'
+def prep_command(labs: list[str], cache: str | Path | None = None) -> str:
+    """The command the prep job runs: fills the reference cache (the batch's) for the labs."""
+    where = f" --cache {shlex.quote(str(cache))}" if cache else ""
+    return ('"$PYTHON" -m grader cache fill --labs '
+            + " ".join(shlex.quote(lab) for lab in labs) + where)
 
 
 def prep_script(options: SlurmOptions, repo: str | Path, out_dir: str | Path,
-                labs: list[str]) -> str:
+                labs: list[str], cache: str | Path | None = None) -> str:
     """One job that builds the references once (the array depends on it)."""
     out_dir = Path(out_dir)
     lines = ["#!/bin/bash", "# Fills the reference cache once before the grading array runs.",
              *options.header("cml-prep", str(out_dir / "slurm" / "logs" / "prep_%j.out")),
-             *options.prologue(repo), prep_command(labs)]
+             *options.prologue(repo), prep_command(labs, cache)]
     return "\n".join(lines) + "\n"
 
 
 def array_script(options: SlurmOptions, repo: str | Path, out_dir: str | Path, count: int,
-                 max_parallel: int | None = None, dependency: str | None = None) -> str:
+                 max_parallel: int | None = None, dependency: str | None = None,
+                 indices: list[int] | None = None, force: bool = False) -> str:
     """A job array, task i grading submissions[i] of the plan (listed in
     `<out>/slurm/submissions.txt` as `index<TAB>student<TAB>path`); each task's whole output
-    goes to `<out>/<student>/grade.log` as well as to Slurm's log."""
+    goes to `<out>/<student>/grade.log` as well as to Slurm's log. `indices`: those tasks
+    alone (a regrade of chosen students), `force`: graded again even when unchanged."""
     out_dir = Path(out_dir)
     out = shlex.quote(str(out_dir))
-    array = f"0-{count - 1}" + (f"%{max_parallel}" if max_parallel else "")
+    array = (",".join(map(str, indices)) if indices is not None else f"0-{count - 1}") \
+        + (f"%{max_parallel}" if max_parallel else "")
     lines = ["#!/bin/bash",
              f"# Grades one submission of the batch in {out_dir} per array task.",
              f"# Then: python3 -m grader batch --collect {out_dir}",
@@ -124,7 +129,8 @@ def array_script(options: SlurmOptions, repo: str | Path, out_dir: str | Path, c
              'chmod 711 "$work"',
              "trap 'rm -rf \"$work\"' EXIT",
              f'"$PYTHON" -m grader batch --task "$SLURM_ARRAY_TASK_ID" --out {out} '
-             f'--work-dir "$work/build" 2>&1 | tee {out}/"$student"/{LOG_NAME}']
+             f'--work-dir "$work/build"{" --force" if force else ""} 2>&1 '
+             f'| tee {out}/"$student"/{LOG_NAME}']
     return "\n".join(lines) + "\n"
 
 
@@ -335,9 +341,12 @@ def check_here(options: SlurmOptions, run=None) -> tuple[list[str], str]:
 
     try:
         if options.partition:
-            _, text = scontrol("show", "partition", options.partition)
+            rc, text = scontrol("show", "partition", options.partition)
         else:
-            _, every = scontrol("show", "partition")
+            rc, every = scontrol("show", "partition")
+            if rc != 0:  # no controller to ask (scripts written off the cluster)
+                return [], (f"scontrol could not reach Slurm ({every.strip()[:200]}): the "
+                            "options were not checked against a partition")
             default = [r for r in re.split(r"\n(?=\S)", every.strip())
                        if re.search(r"\bDefault=YES\b", r)]
             if not default:

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import statistics
+from dataclasses import asdict
 from pathlib import Path
 
 from ..atomic import write_atomic
@@ -14,6 +15,7 @@ from ..exports.common import fmt_points
 from ..result import (BUILD_TIMEOUT, COMPILE_ERROR, CRASHED, ERROR, FAILED, GRADER_ERROR,
                       NO_SUBMISSION, NOT_CONFIGURED, STATIC_VIOLATION, TIMEOUT, GradeResult)
 from .fingerprint import grader_fingerprint
+from . import regrades
 from .plan import PLAN_SCHEMA, TIMED_OUT, Plan, Stamp, load_result, read_stamp
 
 FAILURE_KINDS = ("grader error", "timeout", "no submission", "compile error",
@@ -53,6 +55,7 @@ def collect(out_dir: Path) -> dict:
     the manifest."""
     out_dir = Path(out_dir).resolve()
     plan = Plan.load(out_dir)
+    overrides = regrades.apply_overrides(out_dir, plan)
     rows: list[dict[str, str]] = []
     manifest: dict = {"schema": PLAN_SCHEMA, "grader": grader_fingerprint(plan),
                       "labs": plan.labs, "seed": plan.seed, "students": {}}
@@ -66,6 +69,7 @@ def collect(out_dir: Path) -> dict:
         stamp = read_stamp(out_dir, sub.student)
         result = load_result(out_dir, sub.student)
         row = {"student": sub.student}
+        row.update(_pin_columns(plan, sub))
         if result is None:
             missing.append(sub.student)
             row.update({lab: "" for lab in plan.labs})
@@ -75,7 +79,7 @@ def collect(out_dir: Path) -> dict:
             continue
         for lab in plan.labs:
             entry = next((x for x in result.labs if x.lab == lab), None)
-            row[lab] = fmt_points(entry.points) if entry else ""
+            row[lab] = fmt_points(entry.points * sub.late_factor) if entry else ""
             if entry:
                 scores[lab].append(entry.points)
                 maxima[lab] = max(maxima.get(lab, 0.0), entry.max_points)
@@ -85,8 +89,12 @@ def collect(out_dir: Path) -> dict:
             if kind:
                 failures[kind].append(f"{sub.student} ({lab[:2]})")
         status = stamp.status if stamp else "graded"
-        row.update({"total": fmt_points(result.points), "max_points": fmt_points(result.max_points),
+        lab_status = {x.lab: regrades.lab_status(asdict(x))
+                      for x in result.labs}
+        total = result.points * sub.late_factor
+        row.update({"total": fmt_points(total), "max_points": fmt_points(result.max_points),
                     "status": status})
+        row.update({f"{lab} status": lab_status.get(lab, "") for lab in plan.labs})
         rows.append(row)
         seconds += stamp.seconds if stamp else 0.0
         manifest["students"][sub.student] = {
@@ -95,8 +103,12 @@ def collect(out_dir: Path) -> dict:
             "points": result.points, "max_points": result.max_points,
             "seconds": stamp.seconds if stamp else None,
             "gpu_wait_seconds": stamp.gpu_wait_seconds if stamp else None,
-            "finished": stamp.finished if stamp else None}
-    columns = ["student", *plan.labs, "total", "max_points", "status"]
+            "finished": stamp.finished if stamp else None,
+            "labs": lab_status, "overrides": overrides.get(sub.student, []),
+            **{k: v for k, v in asdict(sub).items() if k in PIN_FIELDS and v}}
+    # status last: the LMS join (exports/lms.py) fills it for roster rows without a grade
+    columns = ["student", *plan.labs, "total", "max_points",
+               *[f"{lab} status" for lab in plan.labs], *_pin_names(plan), "status"]
     table = io.StringIO()
     writer = csv.DictWriter(table, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
@@ -106,7 +118,21 @@ def collect(out_dir: Path) -> dict:
                   summary_markdown(plan, scores, maxima, failures, missing, not_graded,
                                    seconds))
     write_atomic(out_dir / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    regrades.write_integrity(out_dir, plan)
     return manifest
+
+
+PIN_FIELDS = ("source", "sha", "commit_time", "deadline", "late", "late_factor")
+
+
+def _pin_names(plan: Plan) -> list[str]:
+    """The deadline columns, where the batch has deadlines or git submissions."""
+    names = ["late"] if plan.deadline or any(s.deadline for s in plan.submissions) else []
+    return names + (["sha", "commit_time"] if any(s.sha for s in plan.submissions) else [])
+
+
+def _pin_columns(plan: Plan, sub) -> dict[str, str]:
+    return {name: getattr(sub, name) or "" for name in _pin_names(plan)}
 
 
 def histogram(values: list[float], top: float, bins: int = 10, width: int = 30) -> list[str]:

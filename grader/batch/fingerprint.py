@@ -46,34 +46,41 @@ def grader_fingerprint(plan: Plan) -> str:
 
 def grading_modules(package: Path, start: str = "pipeline") -> list[Path]:
     """The grader's modules that grading runs: `pipeline` and what it imports, followed
-    through the package and its subpackages (grader/stages/), not the commands, exports,
-    batch or release."""
-    seen: set[Path] = set()
-    todo = [start]  # dotted names relative to the package, e.g. "stages.lab"
+    through the package and its subpackages (stages/), not the commands, exports, batch or
+    release."""
+    seen: dict[str, Path] = {}
+    todo = [start]
     while todo:
         name = todo.pop()
-        base = package.joinpath(*name.split("."))
-        path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
-        if path in seen or not path.is_file():
+        path = _module_path(package, name)
+        if name in seen or path is None:
             continue
-        seen.add(path)
+        seen[name] = path
         try:
             tree = ast.parse(path.read_text())
         except (OSError, SyntaxError):
             continue
-        here = name.split(".")[:-1] if path.name != "__init__.py" else name.split(".")
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
         for node in ast.walk(tree):
-            if not isinstance(node, ast.ImportFrom) or node.level == 0:
+            if not isinstance(node, ast.ImportFrom) or node.level < 1 \
+                    or node.level - 1 > len(here):
                 continue
-            parent = here[:len(here) - (node.level - 1)] if node.level > 1 else here
-            if node.level - 1 > len(here):
-                continue  # outside the package
-            prefix = ".".join(parent + ([node.module] if node.module else []))
-            todo += [f"{prefix}.{alias.name}" if prefix else alias.name
-                     for alias in node.names]
+            base = here[:len(here) - (node.level - 1)]
             if node.module:
-                todo.append(prefix)
-    return sorted(seen)
+                base = base + node.module.split(".")
+                todo += [".".join(base[:i]) for i in range(1, len(base) + 1)]
+            todo += [".".join(base + [alias.name]) for alias in node.names]
+    return sorted(seen.values())
+
+
+def _module_path(package: Path, name: str) -> Path | None:
+    """grader/a/b.py or grader/a/b/__init__.py for the module `a.b`; None if neither."""
+    parts = name.split(".")
+    for path in (package.joinpath(*parts[:-1], f"{parts[-1]}.py"),
+                 package.joinpath(*parts, "__init__.py")):
+        if path.is_file():
+            return path
+    return None
 
 
 def student_files(plan: Plan) -> list[str]:

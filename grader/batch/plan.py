@@ -32,7 +32,13 @@ class BatchError(Exception):
 @dataclass
 class Submission:
     student: str
-    path: str  # absolute
+    path: str  # absolute: what is graded (for a git submission, its pinned commit's tree)
+    source: str | None = None  # a git submission: the repository the commit was taken from
+    sha: str | None = None  # the commit graded
+    commit_time: str | None = None  # its committer date (ISO 8601)
+    deadline: str | None = None  # the student's deadline (an extension, else the batch's)
+    late: str = ""  # the gradebook's `late` column
+    late_factor: float = 1.0  # what the late policy multiplies the points by
 
 
 @dataclass
@@ -51,6 +57,9 @@ class Plan:
     build_timeout: float | None = None
     test_timeout: float | None = None
     cache: str | None = None  # the reference cache (grader/refcache.py); None: none
+    require_tools: list[str] = field(default_factory=list)  # refused on a node without them
+    deadline: str | None = None
+    late_policy: str = "cutoff"
     schema: str = PLAN_SCHEMA
 
     def to_json(self) -> str:
@@ -92,6 +101,8 @@ class Stamp:
     gpu_wait_seconds: float
     finished: str
     host: str
+    sha: str | None = None  # a git submission: the commit graded
+    commit_time: str | None = None
 
 
 def read_submissions(source: Path) -> list[Submission]:

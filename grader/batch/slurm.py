@@ -1,60 +1,41 @@
-"""The batch as a Slurm job array: one array task per submission, each running the same task
-command as the local batch, so the output folder is laid out the same."""
+"""The batch as Slurm jobs: a prep job that fills the reference cache, then a job array with
+one task per submission, each running the same task command as the local batch, so the
+output folder is laid out the same. What is asked of Slurm (gres, CPUs, memory, time,
+partition, account, setup lines, interpreter) is a `slurm_options.SlurmOptions`."""
 
 from __future__ import annotations
 
-import shlex
-import sys
 from pathlib import Path
 
 from ..atomic import write_atomic
+from ..slurm_options import SlurmOptions, array_script, prep_script, submit_line
 from .plan import Plan
 
 
-def slurm_script(plan: Plan, out_dir: Path, time_limit: float, cpus: int,
-                 extra: list[str], max_parallel: int | None = None) -> str:
-    """A job array with one task per submission; each runs the same task command as the
-    local batch, so the output folder is laid out the same."""
-    out_dir = Path(out_dir).resolve()
-    n = len(plan.submissions)
-    minutes = max(1, int(-(-time_limit // 60)))
-    array = f"0-{n - 1}" + (f"%{max_parallel}" if max_parallel else "")
-    lines = ["#!/bin/bash",
-             "# Grades one submission of the batch in " + str(out_dir) + " per array task:",
-             "# task i grades submissions[i] of batch.json (listed in submissions.txt).",
-             "# Submit: sbatch " + str(out_dir / "slurm" / "grade.sbatch"),
-             "# Then:   python3 -m grader batch --collect " + str(out_dir),
-             "#SBATCH --job-name=cml-grade",
-             f"#SBATCH --array={array}",
-             "#SBATCH --gres=gpu:1",
-             f"#SBATCH --cpus-per-task={cpus}",
-             f"#SBATCH --time={minutes // 60:d}:{minutes % 60:02d}:00",
-             f"#SBATCH --output={out_dir / 'slurm' / 'logs' / '%A_%a.out'}",
-             *[f"#SBATCH {arg}" for arg in extra],
-             "set -euo pipefail",
-             f"cd {_sh_quote(plan.repo)}",
-             # a build folder on the node, removed when the task ends
-             'work="$(mktemp -d "${TMPDIR:-/tmp}/cml-grade-${SLURM_ARRAY_JOB_ID:-0}-'
-             '${SLURM_ARRAY_TASK_ID}-XXXXXX")"',
-             'chmod 755 "$work"',
-             "trap 'rm -rf \"$work\"' EXIT",
-             f"{_sh_quote(sys.executable)} -m grader batch --task \"$SLURM_ARRAY_TASK_ID\" "
-             f"--out {_sh_quote(str(out_dir))} --work-dir \"$work/build\""]
-    return "\n".join(lines) + "\n"
-
-
-def _sh_quote(text: str) -> str:
-    return shlex.quote(str(text))
-
-
-def write_slurm(plan: Plan, out_dir: Path, time_limit: float, cpus: int, extra: list[str],
-                max_parallel: int | None = None) -> Path:
+def write_slurm(plan: Plan, out_dir: Path, options: SlurmOptions,
+                max_parallel: int | None = None, prep: bool = True,
+                indices: list[int] | None = None, force: bool = False
+                ) -> tuple[Path | None, Path]:
+    """Writes `slurm/submissions.txt`, `slurm/prep.sbatch` (unless `prep` is False) and
+    `slurm/grade.sbatch`; returns (prep script or None, array script)."""
     out_dir = Path(out_dir).resolve()
     (out_dir / "slurm" / "logs").mkdir(parents=True, exist_ok=True)
     write_atomic(out_dir / "slurm" / "submissions.txt",
-                  "".join(f"{i}\t{s.student}\t{s.path}\n"
-                          for i, s in enumerate(plan.submissions)))
+                 "".join(f"{i}\t{s.student}\t{s.path}\n"
+                         for i, s in enumerate(plan.submissions)))
+    prep_path = None
+    if prep:
+        prep_path = write_atomic(out_dir / "slurm" / "prep.sbatch",
+                                 prep_script(options, plan.repo, out_dir, plan.labs,
+                                             plan.cache))
+        prep_path.chmod(0o755)
+    else:
+        (out_dir / "slurm" / "prep.sbatch").unlink(missing_ok=True)
     path = write_atomic(out_dir / "slurm" / "grade.sbatch",
-                         slurm_script(plan, out_dir, time_limit, cpus, extra, max_parallel))
+                        array_script(options, plan.repo, out_dir, len(plan.submissions),
+                                     max_parallel, indices=indices, force=force))
     path.chmod(0o755)
-    return path
+    return prep_path, path
+
+
+__all__ = ["write_slurm", "submit_line", "SlurmOptions"]

@@ -12,11 +12,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
-from .. import pipeline, sandbox
+from .. import pipeline, regrade, sandbox
 from ..atomic import write_atomic
 from ..exports import write_exports
 from ..gpu import pool_for
 from .fingerprint import grader_fingerprint, submission_key
+from .node import node_problem
 from .plan import (GRADED, GRADER_ERROR, INTERRUPTED, STAMP_FILE, TIMED_OUT, BatchError, Plan,
                    Stamp, is_current)
 
@@ -47,6 +48,13 @@ def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: boo
         log(f"{sub.student}: unchanged since it was graded; kept")
         return None
 
+    problem = node_problem(plan)
+    if problem is not None:  # refused before anything is graded; graded again next time
+        log(f"{sub.student}: not graded: {problem}")
+        result = pipeline.new_result(pipeline.Options(submission=Path(sub.path), labs=[]))
+        result.errors.append(f"not graded: {problem}")
+        return _finish(out_dir, plan, sub, result, GRADER_ERROR, hashes, key, 0.0, 0.0, log)
+
     lock = pool_for(plan.gpu_lock, index, on_wait=log)  # one lock per GPU, this task's first
     start = time.monotonic()
     opts = pipeline.Options(submission=Path(sub.path), labs=plan.lab_paths(), seed=plan.seed,
@@ -55,7 +63,7 @@ def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: boo
                             gpu=False if plan.no_gpu else None,
                             progress=lambda text: log(f"[{time.monotonic() - start:7.1f} s] "
                                                       f"{text}"),
-                            gpu_section=lock.section,
+                            gpu_section=lock.section, log=log,
                             cache=Path(plan.cache) if plan.cache else None)
     result = pipeline.new_result(opts)
     status = GRADED
@@ -83,14 +91,26 @@ def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: boo
     seconds = time.monotonic() - start
     if status == GRADED and result.errors:
         status = GRADER_ERROR
-    result.submission = sub.path
+    return _finish(out_dir, plan, sub, result, status, hashes, key, seconds - lock.waited,
+                   lock.waited, log)
+
+
+def _finish(out_dir: Path, plan: Plan, sub, result, status: str, hashes: dict, key: str,
+            seconds: float, waited: float, log: Callable[[str], None]) -> Stamp:
+    """Writes the result, the exports, the stamp and a line of the student's history."""
+    student_dir = out_dir / sub.student
+    result.submission = sub.source or sub.path
     write_atomic(student_dir / "result.json", result.to_json() + "\n")
     try:
         write_exports(result, student_dir, plan.formats)
     except ValueError as err:  # a plan edited by hand with an unknown format
         log(f"{sub.student}: exports not written: {err}")
     stamp = Stamp(sub.student, sub.path, key, hashes, status, result.points, result.max_points,
-                  round(seconds - lock.waited, 1), round(lock.waited, 1),
-                  time.strftime("%Y-%m-%dT%H:%M:%S%z"), os.uname().nodename)
+                  round(seconds, 1), round(waited, 1),
+                  time.strftime("%Y-%m-%dT%H:%M:%S%z"), os.uname().nodename, sub.sha,
+                  sub.commit_time)
     write_atomic(student_dir / STAMP_FILE, json.dumps(asdict(stamp), indent=2) + "\n")
+    entry = regrade.history_entry(json.loads(result.to_json()), f"graded ({status})")
+    entry.update({"host": stamp.host, "sha": sub.sha} if sub.sha else {"host": stamp.host})
+    regrade.append_history(student_dir, entry)
     return stamp

@@ -13,7 +13,9 @@ import os
 import sys
 from pathlib import Path
 
-from .. import batch
+from .. import batch, slurm_options
+from ..batch import regrades
+from ..batch.node import node_problem
 from ..exports import fmt_points
 from ..paths import ROOT
 from ..submissions import stage_download
@@ -58,7 +60,31 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--slurm-parallel", type=int, default=None,
                    help="at most this many array tasks at once (%%N)")
     p.add_argument("--sbatch", action="append", default=[], metavar="OPTION",
-                   help="an extra #SBATCH line, e.g. --sbatch=--partition=gpu (repeatable)")
+                   help="an extra #SBATCH line, e.g. --sbatch=--qos=short (repeatable)")
+    slurm_options.add_arguments(p)
+    p.add_argument("--slurm-prep", action=argparse.BooleanOptionalAction, default=True,
+                   help="a prep job that fills the reference cache once, the array after it "
+                        "(default on)")
+    p.add_argument("--require-tools", default="", metavar="TOOLS",
+                   help="comma-separated tools every grading machine must have (e.g. "
+                        "compute-sanitizer,ncu): refused where one is missing, so the "
+                        "maximum cannot differ between nodes")
+    p.add_argument("--only", default=None, metavar="NAMES",
+                   help="grade again these students only (comma-separated), merged into the "
+                        "existing gradebook")
+    p.add_argument("--only-status", default=None, metavar="STATUSES",
+                   help="grade again the students with one of these statuses: error, "
+                        "timeout, review, incomplete, interrupted, 'not graded yet'")
+    p.add_argument("--rescore", action="store_true",
+                   help="recompute the points of --out's stored results from the current "
+                        "rubrics (a change of points only), then collect")
+    p.add_argument("--deadline", default=None, metavar="TIME",
+                   help="ISO 8601 (2026-03-01T23:59+01:00): git submissions are graded at "
+                        "their last commit before it; a roster column extension or deadline "
+                        "gives a student another")
+    p.add_argument("--late-policy", default="cutoff",
+                   help="cutoff (default: later commits ignored), accept, zero, or "
+                        "per-day:PERCENT[:MAXDAYS] (the newest commit, points reduced)")
     p.add_argument("--collect", type=Path, metavar="DIR",
                    help="merge DIR's results into DIR/gradebook.csv and DIR/summary.md")
     p.add_argument("--roster", type=Path, default=None,
@@ -68,7 +94,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    "canvas (canvas-import.csv), moodle (moodle-import.csv), or both")
     p.add_argument("--task", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--work-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    # a regrade without SUBMISSIONS keeps the plan's settings where no flag is given
+    p.set_defaults(plan_defaults={arg: p.get_default(arg) for arg in PLAN_SETTINGS})
     return p
+
+
+# argument -> the Plan field a regrade of the existing plan keeps unless the flag is given
+PLAN_SETTINGS = {"format": "formats", "timeout": "timeout", "no_gpu": "no_gpu",
+                 "gpu_lock": "gpu_lock", "build_timeout": "build_timeout",
+                 "test_timeout": "test_timeout", "deadline": "deadline",
+                 "late_policy": "late_policy"}
 
 
 COLOURS = {"graded": "32", "kept": "36", "timeout": "33", "error": "31", "interrupted": "31"}
@@ -112,47 +147,132 @@ def _run(args: argparse.Namespace) -> int:
     if args.task is not None:  # one array task (also how the local batch runs each one)
         stamp = batch.run_task(out, args.task, args.work_dir, force=args.force)
         return 0 if stamp is None or stamp.status in batch.KEEP_ON_RESUME else 1
-    if args.submissions is None:
+    if args.rescore:
+        done = regrades.rescore(out)
+        print(f"rescored {len(done)} result(s) from the current rubrics")
+        manifest = batch.collect(out)
+        return _lms_files(args, out) or _report_collected(out, manifest)
+    old = batch.Plan.load(out) if (out / batch.PLAN_FILE).is_file() else None
+    if args.submissions is None and old is None:
         print("batch: give SUBMISSIONS (a folder or a CSV roster), or --collect DIR",
               file=sys.stderr)
         return 1
-    labs = labs_or_say("batch", [args.labs] if args.labs else [])
-    if labs is None:
+    if old is not None and args.submissions is None:  # a regrade of the plan as it is
+        _keep_plan_settings(args, old)
+    slurm = _slurm_options(args) if args.slurm else None
+    if args.slurm and slurm is None:
+        return 1  # nothing written
+    plan = _plan(args, out, old)
+    if plan is None:
         return 1
-    formats = list(args.format)
-    seed = args.seed
-    if seed is None and (out / batch.PLAN_FILE).is_file():
-        seed = batch.Plan.load(out).seed  # a resumed batch keeps its inputs
-    plan = batch.Plan(repo=str(ROOT), labs=[lab.folder for lab in labs],
-                      seed=seed if seed is not None else batch.new_seed(),
-                      timeout=args.timeout,
-                      submissions=batch.read_submissions(  # Canvas/Moodle downloads mapped
-                          stage_download(args.submissions, out, labs)), formats=formats,
-                      gpu_lock=args.gpu_lock, no_gpu=args.no_gpu,
-                      build_timeout=args.build_timeout, test_timeout=args.test_timeout,
-                      cache=None if args.no_cache else str(Path(args.cache).resolve()))
-    plan.save(out)
-    if args.slurm:
-        limit = args.slurm_time or args.timeout + 900
-        script = batch.write_slurm(plan, out, limit, args.slurm_cpus, args.sbatch,
-                                   args.slurm_parallel)
-        print(f"wrote {script} ({len(plan.submissions)} array tasks)")
-        print(f"submit it with:   sbatch {script}")
-        print(f"when it is done:  python3 -m grader batch --collect {out}")
+    only = (regrades.chosen(out, plan, args.only, args.only_status)
+            if args.only or args.only_status else None)
+    if only is not None and not only:
+        print("batch: --only/--only-status chose nobody; nothing to grade", file=sys.stderr)
         return 0
+    if slurm is not None:
+        return _slurm(args, slurm, plan, out, only)
+    problem = node_problem(plan)
+    if problem is not None:
+        print(f"batch: {problem}", file=sys.stderr)
+        return 1
     colour = use_color(None)
-    print(f"grading {len(plan.submissions)} submission(s), {args.jobs} at a time, labs "
+    count = len(plan.submissions) if only is None else len(only)
+    print(f"grading {count} submission(s), {args.jobs} at a time, labs "
           f"{', '.join(plan.labs)}, seed {plan.seed} -> {out}", file=sys.stderr, flush=True)
     import time
     start = time.monotonic()
     outcomes = batch.run_local(
-        out, args.jobs, force=args.force, keep_work=args.keep_work,
-        report=lambda o, done, total: print(progress_line(o, done, total, colour), flush=True))
+        out, args.jobs, force=args.force or only is not None, keep_work=args.keep_work,
+        report=lambda o, done, total: print(progress_line(o, done, total, colour), flush=True),
+        only=only)
     manifest = batch.collect(out)
     kept = sum(1 for o in outcomes if o.status == "kept")
     print(f"{len(outcomes) - kept} graded, {kept} unchanged (kept) in "
           f"{time.monotonic() - start:.1f} s")
     return _lms_files(args, out) or _report_collected(out, manifest)
+
+
+def _keep_plan_settings(args: argparse.Namespace, old: "batch.Plan") -> None:
+    """The plan's settings for every PLAN_SETTINGS flag left at its default."""
+    defaults = getattr(args, "plan_defaults", {})
+    for arg, name in PLAN_SETTINGS.items():
+        if arg in defaults and getattr(args, arg) == defaults[arg]:
+            setattr(args, arg, getattr(old, name))
+    if not args.require_tools:
+        args.require_tools = ",".join(old.require_tools)
+
+
+def _plan(args: argparse.Namespace, out: Path, old: "batch.Plan | None") -> "batch.Plan | None":
+    """The plan of this run, saved: the earlier plan's inputs kept (seed, other students),
+    the submissions given now merged in, git submissions pinned to their due commit."""
+    from .. import deadlines
+    labs = (old.lab_paths() if old is not None and not args.labs else
+            labs_or_say("batch", [args.labs] if args.labs else []))
+    if labs is None:
+        return None
+    seed = args.seed if args.seed is not None else old.seed if old else None
+    subs = (batch.read_submissions(stage_download(args.submissions, out, labs))  # LMS downloads
+            if args.submissions is not None else [])
+    try:
+        if args.deadline:
+            deadlines.parse_time(args.deadline)
+        deadlines.LatePolicy.parse(args.late_policy)
+    except deadlines.DeadlineError as err:
+        raise batch.BatchError(str(err)) from None
+    extensions = {}
+    for source in (args.submissions, args.roster):
+        if source is not None and Path(source).is_file():
+            extensions.update(regrades.read_extensions(Path(source)))
+    for warning in regrades.pin_git(subs, out, args.deadline, extensions, args.late_policy):
+        print(f"batch: {warning}", file=sys.stderr)
+    plan = batch.Plan(repo=str(ROOT), labs=[lab.folder for lab in labs],
+                      seed=seed if seed is not None else batch.new_seed(),
+                      timeout=args.timeout, submissions=regrades.merge_plans(old, subs),
+                      formats=list(args.format), gpu_lock=args.gpu_lock, no_gpu=args.no_gpu,
+                      build_timeout=args.build_timeout, test_timeout=args.test_timeout,
+                      require_tools=[t.strip() for t in args.require_tools.split(",")
+                                     if t.strip()],
+                      deadline=args.deadline, late_policy=args.late_policy,
+                      cache=None if args.no_cache else str(Path(args.cache).resolve()))
+    plan.save(out)
+    return plan
+
+
+def _slurm_options(args: argparse.Namespace) -> "slurm_options.SlurmOptions | None":
+    """The --slurm-* options, checked against the partition; None after saying why not."""
+    opts = slurm_options.from_args(args, args.timeout)
+    if opts.gres_line is None and not args.no_gpu:
+        print("batch: --slurm-gres none gives the tasks no GPU: give --no-gpu as well to "
+              "grade without the GPU parts (the gradebook then says 'incomplete')",
+              file=sys.stderr)
+        return None
+    if not args.slurm_no_check:
+        errors, note = slurm_options.check_here(opts)
+        for error in errors:
+            print(f"batch: slurm: {error}", file=sys.stderr)
+        if errors:
+            print("batch: nothing written; change the --slurm-* options (or give "
+                  "--slurm-no-check)", file=sys.stderr)
+            return None
+        if note:
+            print(f"batch: {note}", file=sys.stderr)
+    return opts
+
+
+def _slurm(args: argparse.Namespace, opts: "slurm_options.SlurmOptions", plan: "batch.Plan",
+           out: Path, only: set[str] | None) -> int:
+    """--slurm: the prep job and the array after it."""
+    indices = (None if only is None else
+               [i for i, s in enumerate(plan.submissions) if s.student in only])
+    prep, script = batch.write_slurm(plan, out, opts, args.slurm_parallel,
+                                     prep=args.slurm_prep, indices=indices,
+                                     force=args.force or only is not None)
+    count = len(plan.submissions) if indices is None else len(indices)
+    print(f"wrote {script} ({count} array tasks)" + (f" and {prep}" if prep else ""))
+    print(f"submit with:      {slurm_options.submit_line(prep, script)}")
+    print(f"when it is done:  python3 -m grader batch --collect {out}")
+    return 0
 
 
 def _lms_files(args: argparse.Namespace, out: Path) -> int:

@@ -123,6 +123,8 @@ def student(job: LabJob) -> StudentBuild:
             built = workspace.BuildOutcome(linked.ok, built.seconds + linked.seconds,
                                            linked.timed_out, [], linked.log_tail)
     errors = workspace.compile_errors(built.log_tail, job.student_paths) if not built.ok else []
+    job.log(f"----- {lab.folder}: build output ({'ok' if built.ok else 'FAILED'}) -----\n"
+            + without_paths(built.log_tail, trees.work).rstrip())
     return StudentBuild(compiled, built, errors)
 
 

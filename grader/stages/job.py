@@ -64,3 +64,4 @@ class LabJob:
     gpu_section: GpuSection = no_lock
     # the student's build when it was made together with the other labs' (build.together)
     prebuilt: Any = None
+    log: Callable[[str], None] = lambda text: None  # whole build/test output (grade.log)

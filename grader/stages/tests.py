@@ -89,6 +89,8 @@ def run(job: LabJob, place: RunPlace, canonical: list[Case]) -> TestRuns:
                     continue
                 job.say(f"{job.lab.folder}: running {layer} tests ({binary.name})")
                 runs, _outcome = runner.run_layer(binary, spec, expected)
+                job.log(f"----- {job.lab.folder}: {layer} tests ({binary.name}) output -----\n"
+                        + getattr(_outcome, "output_tail", "").rstrip())
                 found.runs.update(runs)
     for case_run in found.runs.values():
         case_run.messages = shown_messages(case_run.messages, "hidden" in case_run.tags,

@@ -20,6 +20,7 @@ from unittest import mock
 
 from grader import batch, gpu, pipeline
 from grader.batch import fingerprint
+from grader.slurm_options import SlurmOptions
 from grader.paths import ROOT
 from grader.result import (FAILED, GRADED, NOT_GRADED, PASSED, TIMEOUT, GradeResult,
                            LabResult, PartResult, TestResult)
@@ -33,6 +34,7 @@ def _plan(tmp: Path, students: list[str], labs: list[str] | None = None, **kw) -
     for name in students:
         (tmp / "subs" / name).mkdir(parents=True, exist_ok=True)
         subs.append(batch.Submission(name, str(tmp / "subs" / name)))
+    kw.setdefault("no_gpu", True)  # no GPU in CI: the tasks refuse to grade otherwise
     return batch.Plan(repo=str(ROOT), labs=labs or [], seed=7, timeout=60, submissions=subs,
                       gpu_lock=str(tmp / "gpu.lock"), formats=["markdown"], **kw)
 
@@ -221,6 +223,24 @@ class TaskTest(TmpCase):
         with self.assertRaises(batch.BatchError):
             batch.run_task(out, 2)
 
+    def test_without_a_gpu_a_task_refuses_unless_told_no_gpu(self):
+        plan = _plan(self.tmp, ["ann"], no_gpu=False, require_tools=["no-such-tool-x"])
+        out = self.tmp / "out"
+        plan.save(out)
+        with mock.patch("grader.batch.node.query_gpus", return_value=([], "none here")), \
+                mock.patch.object(pipeline, "grade") as grade:
+            stamp = batch.run_task(out, 0, log=lambda t: None)
+        grade.assert_not_called()
+        self.assertEqual(stamp.status, batch.GRADER_ERROR)
+        errors = json.loads((out / "ann/result.json").read_text())["errors"]
+        self.assertIn("--no-gpu", errors[0])
+        plan.no_gpu = True
+        plan.save(out)
+        stamp = batch.run_task(out, 0, log=lambda t: None)
+        errors = json.loads((out / "ann/result.json").read_text())["errors"]
+        self.assertIn("no-such-tool-x not found", errors[0])
+        self.assertEqual(len((out / "ann" / "history.jsonl").read_text().splitlines()), 2)
+
     def test_the_wall_clock_limit_stops_a_grade_and_says_so(self):
         plan = _plan(self.tmp, ["ann"])
         plan.timeout = 1
@@ -262,7 +282,10 @@ class CollectTest(TmpCase):
             rows = list(csv.DictReader(f))
         self.assertEqual([r["student"] for r in rows], ["ann", "ben", "cat", "dan", "eve",
                                                         "fay", "gus"])
-        self.assertEqual(list(rows[0]), ["student", LAB, "total", "max_points", "status"])
+        self.assertEqual(list(rows[0]), ["student", LAB, "total", "max_points",
+                                         f"{LAB} status", "status"])
+        self.assertEqual(rows[0][f"{LAB} status"], "incomplete: GPU parts not graded")
+        self.assertEqual(rows[1][f"{LAB} status"], "complete")
         self.assertEqual((rows[0][LAB], rows[0]["total"], rows[0]["status"]),
                          ("25", "25", "graded"))
         self.assertEqual((rows[5]["status"], rows[6]["status"]), ("timeout", "not graded yet"))
@@ -290,10 +313,14 @@ class SlurmTest(TmpCase):
         out = self.tmp / "out"
         plan = _plan(self.tmp, ["ann", "ben", "cat"])
         plan.save(out)
-        script = batch.write_slurm(plan, out, 1900, 4, ["--partition=gpu"], 2)
+        options = SlurmOptions(time=32, partition="gpu", python=sys.executable,
+                               setup_lines=["echo module load cuda"])
+        prep, script = batch.write_slurm(plan, out, options, 2)
+        self.assertIn("-m grader cache fill --labs", prep.read_text())
         text = script.read_text()
         for line in ("#SBATCH --array=0-2%2", "#SBATCH --gres=gpu:1", "#SBATCH --time=0:32:00",
                      "#SBATCH --cpus-per-task=4", "#SBATCH --partition=gpu",
+                     "echo module load cuda",
                      f"#SBATCH --output={out.resolve()}/slurm/logs/%A_%a.out"):
             self.assertIn(line, text.splitlines())
         self.assertIn('batch --task "$SLURM_ARRAY_TASK_ID"', text)

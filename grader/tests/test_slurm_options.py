@@ -106,7 +106,7 @@ class ScriptTest(unittest.TestCase):
 
     def test_the_prep_job_fills_the_cache_and_the_array_waits_for_it(self):
         text = prep_script(SlurmOptions(), "/c", "/o", ["01_warp_sizing", "04_tiled_matmul"])
-        self.assertIn('"$PYTHON" -m grader cache fill --labs 01_warp_sizing,04_tiled_matmul',
+        self.assertIn('"$PYTHON" -m grader cache fill --labs 01_warp_sizing 04_tiled_matmul',
                       text)
         self.assertIn("#SBATCH --job-name=cml-prep", text)
         self.assertEqual(submit_line("/o/slurm/prep.sbatch", "/o/slurm/grade.sbatch"),

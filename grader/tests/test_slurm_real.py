@@ -17,10 +17,8 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from grader import batch
 from grader.paths import ROOT
-from grader.slurm_options import (SlurmOptions, array_script, check_partition, prep_script,
-                                  submit_line)
+from grader.slurm_options import SlurmOptions, array_script, prep_script, submit_line
 from grader.tools import find_catch2, find_tool
 
 from .slurm_cluster import SlurmCluster
@@ -36,6 +34,12 @@ def _missing() -> str:
     if not (ROOT / "solutions" / LAB).is_dir():
         missing.append("solutions/ (a student copy has none)")
     return ", ".join(missing)
+
+
+def _has_cache_fill() -> bool:
+    """Whether this grader has `cache fill` (the prep job's command)."""
+    return subprocess.run([sys.executable, "-m", "grader", "cache", "--help"], cwd=ROOT,
+                          capture_output=True).returncode == 0
 
 
 def _why_skip() -> str | None:
@@ -74,25 +78,27 @@ class RealSlurmTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
 
         cluster_out = self.tmp / "slurm"
-        proc = self.batch(*self.common(cluster_out), "--slurm")
-        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
-        self.assertTrue((cluster_out / "slurm" / "grade.sbatch").is_file())
-
         with SlurmCluster(max_minutes=10) as cluster:
-            partition = cluster.partition_text()
-            nodes = [cluster.node_text()]
-            # what the stock script asks for does not fit a small CPU partition, and says so
-            errors = check_partition(SlurmOptions(), partition, nodes)
-            self.assertTrue(any("exceeds partition debug's MaxTime 10 min" in e
-                                for e in errors), errors)
-            self.assertTrue(any("gres gpu:1" in e for e in errors), errors)
-            options = SlurmOptions(gres="none", cpus=1, time=10, python=sys.executable)
-            self.assertEqual(check_partition(options, partition, nodes), [])
-            plan = batch.Plan.load(cluster_out)
-            script = cluster_out / "slurm" / "grade.sbatch"
-            script.write_text(array_script(options, plan.repo, cluster_out,
-                                           len(plan.submissions)))
-            job = cluster.sbatch([str(script)], cwd=self.tmp)
+            self.env = dict(cluster.env, NO_COLOR="1")
+            # the stock options (gpu:1, 45 minutes) do not fit a small CPU partition: refused
+            # before anything is written, each reason said
+            proc = self.batch(*self.common(cluster_out), "--slurm")
+            self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+            self.assertIn("exceeds partition debug's MaxTime 10 min", proc.stderr)
+            self.assertIn("gres gpu:1", proc.stderr)
+            self.assertFalse((cluster_out / "slurm" / "grade.sbatch").exists())
+            # what `grader batch --slurm` writes, submitted as it says, without edits
+            prep = "--slurm-prep" if _has_cache_fill() else "--no-slurm-prep"
+            proc = self.batch(*self.common(cluster_out), "--slurm", "--slurm-gres", "none",
+                              "--slurm-cpus", "1", "--slurm-time", "600", "--slurm-python",
+                              sys.executable, prep)
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            submit = next(line.split(":", 1)[1].strip() for line in proc.stdout.splitlines()
+                          if line.startswith("submit with:"))
+            done = subprocess.run(["bash", "-c", submit], env=cluster.env, cwd=self.tmp,
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            job = done.stdout.split()[-1]
             states = cluster.wait([job], timeout=1200)[job]
             logs = "\n".join(p.read_text(errors="replace") for p in
                              sorted((cluster_out / "slurm" / "logs").glob("*.out")))
@@ -110,6 +116,7 @@ class RealSlurmTest(unittest.TestCase):
         for student in ("ann", "ben"):
             log = (cluster_out / student / "grade.log").read_text()
             self.assertIn("building", log)  # each task's whole log, per student
+            self.assertIn("build output", log)  # with the compiler's whole output
             a = json.loads((local / student / "result.json").read_text())
             b = json.loads((cluster_out / student / "result.json").read_text())
             self.assertEqual([(t["name"], t["status"], t["points"]) for x in a["labs"]
