@@ -501,10 +501,13 @@ def stretch_part(stretch: "Stretch", runs: "BenchRuns", full_groups: set[str],
     part = PartResult("performance", stretch_name(stretch), NOT_MEASURED, 0.0, offered)
     if stretch.bonus:
         as_bonus(part)
-    if runs.unmeasured or runs.student_doc is None:
-        part.reason = runs.unmeasured or "Not measured: your bench gave no timing."
+    if runs.unmeasured:
+        part.reason = runs.unmeasured
         return part
     part.status = GRADED
+    if runs.failed or runs.student_doc is None:
+        part.reason = f"No points: {runs.failed or 'your bench gave no timing.'}"
+        return part
     comp = next((c for c in runs.student_doc.get("comparisons") or []
                  if isinstance(c, dict) and c.get("name") == stretch.comparison), None)
     missing = missing_groups(stretch.requires, full_groups)

@@ -495,6 +495,10 @@ def _level(parts: list[dict], level: str, kind: str, result: dict, gpu: bool) ->
 
 def _refusal(lab: dict) -> str | None:
     """How the submission was refused before any of its code ran, if it was."""
+    kinds = {"no_submission": "submission", "static_violation": "static",
+             "compile_error": "build", "build_timeout": "build"}
+    if lab.get("failure") in kinds:  # the stage that stopped the lab, as the grader says
+        return kinds[lab["failure"]]
     build = (_parts(lab, "build") or [{}])[0]
     reason = build.get("reason") or ""
     if reason and ("No submission" in reason or "symbolic link" in reason
@@ -636,7 +640,9 @@ def _exports_agree(result: dict, files: list[Path]) -> Check | None:
         except (OSError, ValueError, TypeError):
             problems.append(f"{path.parent.name}: no readable score")
             continue
-        want = points if path.parent.name == "gradescope" else (points / most if most else 0.0)
+        # PrairieLearn's score is a fraction in [0, 1]: bonus points above the maximum cap it.
+        want = points if path.parent.name == "gradescope" else (
+            min(1.0, points / most) if most else 0.0)
         seen.append(path.parent.name)
         if abs(score - want) > 1e-3 * max(1.0, abs(want)):
             problems.append(f"{path.parent.name} score {score:g}, result.json {want:g}")
