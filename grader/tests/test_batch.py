@@ -24,7 +24,8 @@ from grader.slurm_options import SlurmOptions
 from grader.paths import ROOT
 from grader.result import (FAILED, GRADED, NOT_GRADED, PASSED, TIMEOUT, GradeResult,
                            LabResult, PartResult, TestResult)
-from grader.tools import find_catch2, find_tool
+
+from . import needs
 
 LAB = "04_tiled_matmul"
 
@@ -342,12 +343,7 @@ class SlurmTest(TmpCase):
 
 
 def _missing() -> str:
-    missing = [t for t in ("cmake", "nvcc", "g++", "nm") if not find_tool(t)]
-    if not find_catch2()[0]:
-        missing.append("Catch2")
-    if not (ROOT / "solutions" / LAB).is_dir():
-        missing.append("solutions/ (a student copy has none)")
-    return ", ".join(missing)
+    return needs.missing(solutions_of=LAB)
 
 
 @unittest.skipIf(_missing(), f"a real batch needs these, missing here: {_missing()}")

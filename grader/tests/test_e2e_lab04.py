@@ -16,7 +16,8 @@ from pathlib import Path
 from grader import pipeline
 from grader.paths import ROOT, find_lab
 from grader.result import GRADED, NOT_GRADED, PASSED, TIMEOUT
-from grader.tools import find_catch2, find_tool
+
+from . import needs
 
 from .lab_fixtures import STUDENT_REL, line_of, make_submission
 
@@ -24,10 +25,7 @@ HOST_POINTS = 25.0  # the model (15) and tile chooser (10) groups: graded withou
 
 
 def _missing() -> str:
-    missing = [t for t in ("cmake", "nvcc", "g++", "nm") if not find_tool(t)]
-    if not find_catch2()[0]:
-        missing.append("Catch2")
-    return ", ".join(missing)
+    return needs.missing()
 
 
 @unittest.skipIf(_missing(), f"end-to-end grading needs these, missing here: {_missing()}")

@@ -15,7 +15,8 @@ import zipfile
 from pathlib import Path
 
 from grader.paths import ROOT
-from grader.tools import find_catch2, find_tool
+
+from . import needs
 
 from .test_exports import (GRADESCOPE_TEST, GRADESCOPE_TOP, GRADESCOPE_VISIBILITY,
                            PRAIRIELEARN_TEST, PRAIRIELEARN_TOP)
@@ -28,10 +29,7 @@ ENTRYPOINT = ROOT / "integrations" / "prairielearn" / "entrypoint"
 
 
 def _missing() -> str:
-    missing = [t for t in ("cmake", "nvcc", "g++", "nm") if not find_tool(t)]
-    if not find_catch2()[0]:
-        missing.append("Catch2")
-    return ", ".join(missing)
+    return needs.missing()
 
 
 def check_gradescope(case: unittest.TestCase, doc: dict) -> None:

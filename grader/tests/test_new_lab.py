@@ -15,7 +15,9 @@ from grader import skeleton
 from grader.commands.new_lab import NewLabError, make_lab, substitute
 from grader.paths import ROOT, LabPaths, discover_labs
 from grader.rubric import RubricError, load_rubric, rubric_warnings
-from grader.tools import find_catch2, find_tool
+from grader.tools import find_tool
+
+from . import needs
 
 FOLDER = "08_probe_lab"
 LAB = "lab08"
@@ -25,7 +27,7 @@ TREE = ("CMakeLists.txt", "CMakePresets.json", "cmake", "common", "docs", "grade
 
 
 def _copy_tree(dest: Path) -> None:
-    ignore = shutil.ignore_patterns("__pycache__", "tests", "build*", ".grader")
+    ignore = shutil.ignore_patterns("__pycache__", "tests", "build", "build-*", ".grader")
     for rel in TREE:
         source, target = ROOT / rel, dest / rel
         if source.is_dir():
@@ -36,10 +38,7 @@ def _copy_tree(dest: Path) -> None:
 
 
 def _missing() -> str:
-    missing = [t for t in ("cmake", "ninja", "nvcc", "g++") if not find_tool(t)]
-    if not find_catch2()[0]:
-        missing.append("Catch2")
-    return ", ".join(missing)
+    return needs.missing(("cmake", "ninja", "nvcc", "g++"))
 
 
 # The student copy (grader release) has no solutions/: nothing to make a lab from there.

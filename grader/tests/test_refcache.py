@@ -18,7 +18,7 @@ from grader import pipeline, refcache, workspace
 from grader.paths import ROOT, LabPaths, find_lab
 from grader.rubric import load_rubric
 
-from .test_e2e_lab04 import _missing
+from .needs import missing as _missing
 from .test_golden import GOLDEN, SEED, make_submission, normalise
 
 LAB = "01_warp_sizing"

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from grader.paths import ROOT
 from grader.slurm_options import SlurmOptions, array_script, prep_script, submit_line
-from grader.tools import find_catch2, find_tool
+
+from . import needs
 
 from .slurm_cluster import SlurmCluster
 
@@ -28,12 +29,7 @@ STUDENT_FILE = f"labs/{LAB}/warp_sizing.cu"
 
 
 def _missing() -> str:
-    missing = [t for t in ("cmake", "nvcc", "g++", "nm") if not find_tool(t)]
-    if not find_catch2()[0]:
-        missing.append("Catch2")
-    if not (ROOT / "solutions" / LAB).is_dir():
-        missing.append("solutions/ (a student copy has none)")
-    return ", ".join(missing)
+    return needs.missing(solutions_of=LAB)
 
 
 def _has_cache_fill() -> bool:
