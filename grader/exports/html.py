@@ -20,6 +20,7 @@ from ..result import GradeResult, LabResult
 from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
                      lab_number, lab_reason, part_outcome, part_reason, test_counts,
                      test_outcome, timing_summary)
+from .table import reported_only, reported_value
 from .svg import (BASE, M_BOTTOM, M_TOP, W, esc, fmt_tick, line_chart, nice_ticks,
                   scatter_chart)
 
@@ -37,7 +38,7 @@ h3{font-size:16px;margin:20px 0 6px}
 table{border-collapse:collapse;width:100%;background:#fff;margin:8px 0}
 th,td{border:1px solid #e5e7eb;padding:5px 8px;text-align:left;vertical-align:top}
 th{background:#f3f4f6;font-weight:600}td.num{text-align:right;white-space:nowrap}
-.pass{color:#15803d}.fail{color:#b91c1c}.skip{color:#6b7280}.flag{color:#b45309}
+.pass{color:#15803d}.fail{color:#b91c1c}.skip{color:#6b7280}.flag{color:#b45309}.info{color:#1d4ed8}
 .why{color:#4b5563;font-size:13px}
 .plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:16px;
  margin:12px 0}
@@ -290,8 +291,12 @@ def _lab_section(lab: LabResult) -> list[str]:
     for p in lab.parts:
         outcome = part_outcome(p)
         reason = part_reason(p) if outcome != PASS or p.points < p.max_points - EPS else ""
-        out.append(f'<tr><td class="{OUTCOME_CLASS[outcome]}">{OUTCOME_WORD[outcome]} '
-                   f"{esc(p.name)}</td><td>{esc(STATUS_WORDS.get(p.status, p.status))}</td>"
+        cls, word, status = (OUTCOME_CLASS[outcome], OUTCOME_WORD[outcome],
+                             STATUS_WORDS.get(p.status, p.status))
+        if reported_only(p) and p.status == "graded":  # neutral: no points either way
+            cls, word, status, reason = "info", "ℹ", "reported, not scored", reported_value(p)
+        out.append(f'<tr><td class="{cls}">{word} '
+                   f"{esc(p.name)}</td><td>{esc(status)}</td>"
                    f'<td class="num">{fmt_points(p.points)} / {fmt_points(p.max_points)}</td>'
                    f'<td class="why">{esc(reason)}</td></tr>')
     out.append("</table>")

@@ -242,5 +242,17 @@ class HtmlReportTest(unittest.TestCase):
         self.assertGreaterEqual(ticks[-1], 2837)
 
 
+class NeutralMetricTest(unittest.TestCase):
+    def test_a_reported_only_metric_is_neither_a_pass_nor_a_fail(self):
+        lab = LabResult("04_tiled_matmul", "Tiled", 0.0, 0.0)
+        lab.parts = [PartResult("metric", "Load requests per naive request", "graded", 0.0, 0.0,
+                                "Measured 0.031 (reported, not scored).")]
+        page = to_html(GradeResult("s", 1, "2026-01-01T00:00:00Z", "0", None, {}, labs=[lab]))
+        row = re.search(r"<tr><td class=\"(\w+)\">[^<]*Load requests", page)
+        self.assertIsNotNone(row)
+        self.assertEqual(row.group(1), "info")
+        self.assertIn("reported, not scored", page)
+
+
 if __name__ == "__main__":
     unittest.main()
