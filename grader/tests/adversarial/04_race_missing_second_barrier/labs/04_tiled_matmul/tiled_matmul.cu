@@ -101,3 +101,8 @@ std::uint64_t tiled_global_loads(int n, int tile) {
 }
 
 }  // namespace lab04
+
+// The optional bonus (matmul_register_tiled), as the skeleton leaves it: not attempted.
+namespace lab04 {
+void matmul_register_tiled(const float*, const float*, float*, int) {}
+}  // namespace lab04
