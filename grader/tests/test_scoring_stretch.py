@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import unittest
+from unittest import mock
 
 from grader.paths import find_lab
 from grader.result import GRADED, NOT_MEASURED, REVIEW
@@ -93,6 +94,44 @@ class BonusRubricTest(unittest.TestCase):
         for extra in bad:
             with self.subTest(extra=extra), self.assertRaises(RubricError):
                 self._parse(extra)
+
+
+class StretchPartTest(unittest.TestCase):
+    """The [stretch] part from a bench run: correctness first, then the fraction."""
+
+    def _part(self, comp=None, failed="", full=("Bonus",), sanitizer_clean=True):
+        from grader.measure import BenchRuns, SanitizerRuns
+        from grader.parsers import SanitizerSummary
+        from grader.rubric import Stretch
+        from grader.scoring import stretch_part
+        stretch = Stretch(points=6, comparison="register_tiled", requires=["Bonus"],
+                          target_fraction=0.6, floor_fraction=0.2,
+                          sanitizer_tests="[s]", bonus=True)
+        doc = None if comp is None else {"comparisons": [comp]}
+        runs = BenchRuns(failed=failed, student_doc=doc)
+        summary = mock.Mock(spec=SanitizerSummary)
+        san = SanitizerRuns(summaries=[summary])
+        with mock.patch("grader.scoring.sanitizer_points") as sp:
+            sp.return_value = mock.Mock(points=1.0 if sanitizer_clean else 0.0, reason="dirty")
+            return stretch_part(stretch, runs, set(full), san)
+
+    @staticmethod
+    def _comp(fraction):
+        return {"name": "register_tiled", "speedup": {"median": fraction},
+                "candidate": {"verification": {"checked": True, "passed": True},
+                              "launches": {"min": 1, "max": 1}}}
+
+    def test_full_points_at_the_target_on_top_of_the_maximum(self):
+        part = self._part(self._comp(0.78))
+        self.assertEqual((part.points, part.max_points, part.details["bonus"]), (6.0, 0.0, 6))
+
+    def test_a_bench_that_never_finished_scores_zero_not_unmeasured(self):
+        part = self._part(failed="your bench did not finish (timeout).")
+        self.assertEqual((part.status, part.points), ("graded", 0.0))
+
+    def test_correctness_and_sanitizer_come_first(self):
+        self.assertEqual(self._part(self._comp(0.78), full=()).points, 0.0)
+        self.assertEqual(self._part(self._comp(0.78), sanitizer_clean=False).points, 0.0)
 
 
 if __name__ == "__main__":
