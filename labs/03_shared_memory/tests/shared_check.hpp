@@ -14,6 +14,7 @@
 #include "cml/buffer.hpp"
 #include "cml/compare.hpp"
 #include "cml/guard_check.hpp"
+#include "cml/parallel.hpp"
 #include "cml/random.hpp"
 #include "shared_memory.cuh"
 
@@ -177,16 +178,19 @@ inline cml::CompareResult check_blur(const std::function<void(const float*, floa
 
   std::vector<double> want(input.size()), magnitude(input.size());
   const double width = 2.0 * radius + 1.0;
-  for (int i = 0; i < n; ++i) {
-    double sum = 0.0, mag = 0.0;
-    for (int k = -radius; k <= radius; ++k) {
-      const double v = input[static_cast<std::size_t>(std::clamp(i + k, 0, n - 1))];
-      sum += v;
-      mag += v < 0 ? -v : v;
+  cml::parallel_for(static_cast<std::size_t>(n), std::size_t{1} << 18,
+                    [&](std::size_t begin, std::size_t end) {
+    for (int i = static_cast<int>(begin); i < static_cast<int>(end); ++i) {
+      double sum = 0.0, mag = 0.0;
+      for (int k = -radius; k <= radius; ++k) {
+        const double v = input[static_cast<std::size_t>(std::clamp(i + k, 0, n - 1))];
+        sum += v;
+        mag += v < 0 ? -v : v;
+      }
+      want[static_cast<std::size_t>(i)] = sum / width;
+      magnitude[static_cast<std::size_t>(i)] = mag / width;
     }
-    want[static_cast<std::size_t>(i)] = sum / width;
-    magnitude[static_cast<std::size_t>(i)] = mag / width;
-  }
+  });
   cml::CompareContext ctx;
   ctx.name = "out";
   ctx.size = size;
