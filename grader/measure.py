@@ -179,9 +179,11 @@ class MetricRun:
 
 
 class _Pass:
-    """The lab's profiler pass: every metric of its rubric that profiles the same run (target,
-    arguments and, for the bench, the call's NVTX range) is collected in one ncu process
-    and each entry reads its own from the shared report."""
+    """The lab's profiler pass: every metric of its rubric that profiles the same run (target
+    and arguments) is collected in one ncu process; for the bench, that process profiles the
+    kernels of both calls (cml:candidate and cml:baseline) and each entry reads the launches
+    of its own call from the shared report, told apart by the NVTX range stack ncu records
+    for every launch."""
 
     def __init__(self, entries: list[Metric]) -> None:
         self.names: dict[tuple, list[str]] = {}
@@ -193,6 +195,41 @@ class _Pass:
     @staticmethod
     def group(metric: Metric) -> tuple:
         return (metric.target, tuple(metric.args))
+
+
+# The column of ncu's raw page (with --nvtx) that lists the push/pop ranges open around a
+# launch, e.g. `4619 "<default domain>:cml:baseline:none:none:none:none:none:none"`.
+NVTX_STACK_COLUMN = "thread Domain:Push/Pop_Range"
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+def nvtx_stack(row: dict[str, Any]) -> list[str] | None:
+    """The push/pop ranges open around one profiled launch (each as "domain:name:..."), or
+    None when the report has no range column (an ncu without it: then one run per call)."""
+    for key, value in row.items():
+        if str(key).startswith(NVTX_STACK_COLUMN):
+            return _QUOTED.findall(str(value or ""))
+    return None
+
+
+def _in_stack(stack: list[str], name: str) -> bool:
+    return any(entry.split(":", 1)[-1] == name or entry.split(":", 1)[-1].startswith(name + ":")
+               for entry in stack)
+
+
+def rows_of_call(rows: list[dict[str, Any]], call: str) -> list[dict[str, Any]] | None:
+    """The launches of `call` ("candidate" or "baseline": inside its range and not inside
+    the other one, as the include/exclude filters of one run per call select them; "any":
+    every launch). None when the rows do not say their ranges."""
+    if call == "any":
+        return rows
+    stacks = [nvtx_stack(row) for row in rows]
+    if any(stack is None for stack in stacks):
+        return None
+    mine = CALL_RANGES[call]
+    other = CALL_RANGES["baseline" if call == "candidate" else "candidate"]
+    return [row for row, stack in zip(rows, stacks)
+            if _in_stack(stack, mine) and not _in_stack(stack, other)]
 
 
 def metrics(entries: list[Metric], ctx: Context) -> list[MetricRun]:
@@ -263,14 +300,18 @@ def _measure(ncu: str, metric: Metric, ctx: Context, binary: Path,
 
 def _shared_profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: str,
                     details: dict[str, Any], shared: _Pass) -> tuple[list[dict[str, Any]], str]:
-    """_profile of the lab's pass: run once per (target, args, call) with every metric of
-    its group; a metric this GPU cannot measure, in a group of several, is measured alone
-    (so it does not take the others with it)."""
-    key = shared.group(metric) + ((call,) if metric.target == "bench" else ())
-    names = shared.names.get(shared.group(metric)) or metric_names(metric)
+    """_profile of the lab's pass: one run per (target, args) with every metric of its group
+    (for the bench, both calls' kernels), the launches of `call` read from it. A metric this
+    GPU cannot measure, in a group of several, is measured alone (so it does not take the
+    others with it); an ncu whose report does not say each launch's ranges gets one run per
+    call, filtered by ncu as before."""
+    bench = metric.target == "bench"
+    key = shared.group(metric)
+    names = shared.names.get(key) or metric_names(metric)
     if key not in shared.done:
         try:
-            found: Any = _profile(ncu, metric, ctx, binary, call, details, names)
+            found: Any = _profile(ncu, metric, ctx, binary, "any" if bench else call, details,
+                                  names)
         except _NotMeasured as err:
             found = err
         shared.done[key] = (details["commands"][-1], found)
@@ -281,7 +322,16 @@ def _shared_profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: 
         if len(names) > len(metric_names(metric)) and "cannot measure" in str(found):
             return _profile(ncu, metric, ctx, binary, call, details)
         raise found
-    return found  # type: ignore[return-value]
+    rows, failed = found
+    if not bench or failed:
+        return rows, failed
+    selected = rows_of_call(rows, call)
+    if selected is None:
+        alone = key + (call,)
+        if alone not in shared.done:
+            shared.done[alone] = ("", _profile(ncu, metric, ctx, binary, call, details, names))
+        return shared.done[alone][1]
+    return selected, ""
 
 
 def _profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: str,

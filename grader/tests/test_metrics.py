@@ -37,23 +37,62 @@ def included(cmd: list[str]) -> str:
     return " ".join(cmd[i + 1] for i, a in enumerate(cmd) if a == "--nvtx-include")
 
 
+STACK_HEADER = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+
+
+def with_ranges(parts: dict[str, str]) -> str:
+    """One ncu log of a run that profiled both calls, as ncu (with --nvtx) writes it: the
+    launches of each part ("candidate" -> its log text) with the push/pop range column that
+    says which call's range they ran in. A part without a table (no kernels) adds none; its
+    ==ERROR== / ==WARNING== lines are kept."""
+    import csv
+    import io
+    messages, header, rows = [], None, []
+    for call, text in parts.items():
+        lines = text.splitlines()
+        messages += [ln for ln in lines if ln.startswith("==")]
+        table = [ln for ln in lines if ln.startswith('"')]
+        if not table:
+            continue
+        found = list(csv.reader(table))
+        if header is None:
+            header = found[0] + [STACK_HEADER]
+            rows.append(found[1] + [""])  # the units row
+        for row in found[2:]:
+            rows.append(row + [f'1 "<default domain>:cml:{call}:none:none:none:none:none:none"'])
+    if header is None:
+        return "\n".join(messages) + "\n"
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([header] + rows)
+    return "\n".join(messages) + "\n" + out.getvalue()
+
+
 class FakeNcu:
-    """Stands in for sandbox.run: writes the log the profiling run would have written
-    (`logs`: the included ranges ("cml:candidate/", "cml:baseline/", both for the probe, ""
-    for the tests) -> log text; none: no log) and returns the outcome. A run of the bench
+    """Stands in for sandbox.run: writes the log the profiling run would have written and
+    returns the outcome. `logs`: the log of each call's launches alone ("cml:candidate/",
+    "cml:baseline/"; "" for the tests). A run that includes both calls' ranges (the lab's one
+    pass) gets them merged with the range column a current ncu writes (`ranges=False`: an
+    ncu without that column, which then needs one run per call); a log given for
+    "cml:candidate/ cml:baseline/" is used as it is. No log: none written. A run of the bench
     itself (the reference's, without ncu) exits with `bench_returncode`."""
 
     def __init__(self, logs: dict, returncode: int = 0, output: str = "",
-                 bench_returncode: int = 0):
+                 bench_returncode: int = 0, ranges: bool = True):
         self.logs, self.returncode, self.output = logs, returncode, output
         self.bench_returncode = bench_returncode
+        self.ranges = ranges
         self.commands: list[list[str]] = []
 
     def __call__(self, cmd, **_kw):
         self.commands.append(cmd)
         if "--log-file" not in cmd:
             return sandbox.Outcome(cmd, self.bench_returncode, False, 0.5, "")
-        text = self.logs.get(included(cmd))
+        key = included(cmd)
+        text = self.logs.get(key)
+        if text is None and key == "cml:candidate/ cml:baseline/" and self.ranges:
+            parts = {call: self.logs[f"cml:{call}/"] for call in ("candidate", "baseline")
+                     if f"cml:{call}/" in self.logs}
+            text = with_ranges(parts) if parts else None
         if text is not None:
             Path(cmd[cmd.index("--log-file") + 1]).write_text(text)
         return sandbox.Outcome(cmd, self.returncode, False, 0.5, self.output)
@@ -83,7 +122,7 @@ class NcuCommandTest(unittest.TestCase):
             "cml:baseline/", "--metrics", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,"
             "smsp__inst_executed_op_shared_ld.sum", "--csv", "--page", "raw",
             "--print-units", "base", "--log-file", "/r/ncu-1.csv", "/b/bench", "--n", "1024",
-            "--quick", "--probe-iterations", "16", "--only", "padded", "--seed", "7"])
+            "--quick", "--probe-iterations", "16", "--only", "padded_vs_conflicted", "--seed", "7"])
         self.assertNotIn("-k", cmd)  # no kernel names anywhere
 
     def test_the_baseline_call_swaps_the_ranges(self):
@@ -122,16 +161,41 @@ class MetricPartTest(MetricRun):
 
     def test_a_call_that_launched_no_kernel_scores_zero(self):
         fake = FakeNcu({"cml:candidate/": log("ncu_no_kernels.log"),
-                        "cml:candidate/ cml:baseline/": log("ncu_baseline_naive.csv")})
+                        "cml:baseline/": log("ncu_baseline_naive.csv")})
         part = self.measure(lab06_metric(LOADS), fake)
         self.assertEqual((part.status, part.points, part.max_points), (GRADED, 0.0, 4.0))
         self.assertIn("Your code launched no kernel in the timed call", part.reason)
         self.assertIsNone(part.details["value"])
-        # Both ranges, nothing excluded, were looked at only to tell this from a bench that
-        # marks no call (a range left open by the student's code cannot hide the baseline).
+        # One run of both ranges, nothing excluded: the baseline's launches in it tell this
+        # from a bench that marks no call (a range left open by the student's code cannot
+        # hide the baseline).
+        self.assertEqual([included(c) for c in fake.commands], ["cml:candidate/ cml:baseline/"])
+        self.assertNotIn("--nvtx-exclude", fake.commands[0])
+
+    def test_an_ncu_without_the_range_column_gets_a_run_per_call(self):
+        fake = FakeNcu({"cml:candidate/": log("ncu_no_kernels.log"),
+                        "cml:candidate/ cml:baseline/": log("ncu_baseline_naive.csv")},
+                       ranges=False)
+        part = self.measure(lab06_metric(LOADS), fake)
+        self.assertIn("Your code launched no kernel in the timed call", part.reason)
         self.assertEqual([included(c) for c in fake.commands],
-                         ["cml:candidate/", "cml:candidate/ cml:baseline/"])
-        self.assertNotIn("--nvtx-exclude", fake.commands[1])
+                         ["cml:candidate/ cml:baseline/", "cml:candidate/"])
+        self.assertIn("--nvtx-exclude", fake.commands[1])
+
+    def test_launches_inside_both_ranges_belong_to_neither_call(self):
+        # A range pushed inside the student's call cannot pass its kernels off as the
+        # baseline's (nor the other way round): a launch under both ranges counts for none.
+        rows = [{"ID": "0", measure.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
+                 'cml:candidate:none:none:none:none:none:none" "<default domain>:cml:baseline:'
+                 'none:none:none:none:none:none"'},
+                {"ID": "1", measure.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
+                 'cml:candidate:none:none:none:none:none:none"'},
+                {"ID": "2", measure.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
+                 'cml:baseline_x:none:none:none:none:none:none"'}]
+        self.assertEqual([r["ID"] for r in measure.rows_of_call(rows, "candidate")], ["1"])
+        self.assertEqual(measure.rows_of_call(rows, "baseline"), [])
+        self.assertEqual(len(measure.rows_of_call(rows, "any")), 3)
+        self.assertIsNone(measure.rows_of_call([{"ID": "0"}], "candidate"))
 
     def test_a_bench_that_marks_no_call_is_not_the_students_loss(self):
         fake = FakeNcu({"cml:candidate/": log("ncu_no_kernels.log"),
@@ -202,7 +266,7 @@ class MetricPartTest(MetricRun):
         self.assertEqual(part.status, NOT_MEASURED)
         self.assertIn("cannot measure", part.reason)
 
-    def test_ratio_to_the_baseline_takes_a_run_per_call(self):
+    def test_ratio_to_the_baseline_reads_both_calls_from_one_run(self):
         lab04 = load_rubric(LabPaths("04_tiled_matmul", "04", "tiled_matmul", ROOT))
         metric = lab04.metrics[0]
         self.assertTrue(metric.per_baseline)
@@ -215,7 +279,7 @@ class MetricPartTest(MetricRun):
         part = self.measure(metric, fake, groups={g.name for g in lab04.correctness})
         self.assertAlmostEqual(part.details["value"], 1 / 32)
         self.assertEqual(part.details["baseline_value"], 4 * 2097152)
-        self.assertEqual(len(fake.commands), 2)
+        self.assertEqual(len(fake.commands), 1)  # both calls from one profiler run
         self.assertIn("Measured 0.03125 (reported, not scored).", part.reason)
 
     def test_an_average_is_weighted_by_each_kernels_time(self):

@@ -1,5 +1,6 @@
-"""One profiler pass per lab: the metrics of a rubric that profile the same run (target,
-arguments, call) are collected by one ncu process (the runs are simulated: no GPU, no ncu)."""
+"""One profiler pass per lab: the metrics of a rubric that profile the same run (target and
+arguments; for the bench, both calls) are collected by one ncu process (the runs are
+simulated: no GPU, no ncu)."""
 
 import tempfile
 import unittest
@@ -29,27 +30,29 @@ class ProfilerPassTest(unittest.TestCase):
                                   counter=[0])
             return entries, measure.metrics(entries, ctx)
 
-    def test_one_ncu_run_per_profiled_run_with_every_metric(self):
+    def test_one_ncu_run_per_lab_with_every_metric(self):
         text = (DATA / "ncu_textbook_padded.csv").read_text()
         fake = FakeNcu({"cml:candidate/": text, "cml:baseline/": text})
         entries, runs = self.run_pass(fake)
         self.assertEqual(len(runs), len(entries))
         ncu_runs = [c for c in fake.commands if "--metrics" in c]
-        # lab 06: three bench argument sets, one of them also profiled for its baseline
-        self.assertEqual(len(ncu_runs), 4, [" ".join(c) for c in ncu_runs])
-        self.assertLess(len(ncu_runs), len(entries) + 1)
-        padded = [c for c in ncu_runs if c[-3] == "padded"]
-        self.assertEqual(len(padded), 1)
-        wanted = {n for e in entries if "padded" in e.args[-1] and e.args[-1] == "padded"
-                  for n in measure.metric_names(e)}
-        self.assertEqual(set(metrics_of(padded[0])), wanted)
-        self.assertEqual(len(metrics_of(padded[0])), len(set(metrics_of(padded[0]))))
-        # the candidate's range only, as before
-        self.assertEqual(included(padded[0]), "cml:candidate/")
-        # every entry records the command that measured it
-        for run in runs:
-            if run.details.get("commands"):
-                self.assertIn("--metrics", run.details["commands"][0])
+        # lab 06: five entries, one bench argument set, both calls in one run
+        self.assertEqual(len(ncu_runs), 1, [" ".join(c) for c in ncu_runs])
+        wanted = {n for e in entries for n in measure.metric_names(e)}
+        self.assertEqual(set(metrics_of(ncu_runs[0])), wanted)
+        self.assertEqual(len(metrics_of(ncu_runs[0])), len(set(metrics_of(ncu_runs[0]))))
+        self.assertEqual(included(ncu_runs[0]), "cml:candidate/ cml:baseline/")
+        self.assertNotIn("--nvtx-exclude", ncu_runs[0])
+        for run in runs:  # every entry records the command that measured it
+            self.assertIn("--metrics", run.details["commands"][0])
+        self.assertEqual({e.call for e in entries}, {"candidate", "baseline"})
+
+    def test_every_lab_profiles_in_one_ncu_run(self):
+        for folder in sorted(p.name for p in (ROOT / "labs").glob("[0-9][0-9]_*")):
+            with self.subTest(lab=folder):
+                number, topic = folder.split("_", 1)
+                entries = load_rubric(LabPaths(folder, number, topic, ROOT)).metrics
+                self.assertLessEqual(len({measure._Pass.group(e) for e in entries}), 1)
 
     def test_each_entry_reads_its_own_metric_from_the_shared_report(self):
         text = (DATA / "ncu_textbook_padded.csv").read_text()
