@@ -109,7 +109,8 @@ struct HostCheck {
 /// Knobs of the protocol; the defaults are what the grader uses.
 struct TimingOptions {
   int warmup = 3;             ///< untimed (but verified) runs of each case before sampling
-  int min_samples = 10;       ///< samples (or pairs) always taken
+  int min_samples = 5;        ///< samples (or pairs) always taken: the fewest the standard
+                              ///< error is judged from; past them the target RSE decides
   int max_samples = 200;      ///< cap on samples (or pairs)
   double max_seconds = 30.0;  ///< cap on wall time for one measurement
   double target_rse = 0.01;   ///< stop once the relative standard error is below this
