@@ -86,7 +86,8 @@ def main() -> int:
     p.add_argument("--jobs", default="auto", help="the batch's --jobs (default: its own)")
     p.add_argument("--skip-cold", action="store_true",
                    help="no cold grade (the cache in --out is used as it is)")
-    p.add_argument("--regrades", type=int, default=1, help="warm grades of the reference")
+    p.add_argument("--regrades", type=int, default=1,
+                   help="warm grades of the reference (0: none, e.g. a batch alone)")
     p.add_argument("--out", type=Path, default=None, help="keep everything here")
     p.add_argument("--seed", type=int, default=4242)
     args = p.parse_args()
@@ -114,7 +115,7 @@ def main() -> int:
         print(f"  {cold:.1f} s", flush=True)
 
     warm_times, points = [], []
-    for k in range(max(1, args.regrades)):
+    for k in range(max(0, args.regrades)):
         print(f"warm grade {k + 1} ...", flush=True)
         dest = out / f"warm-{k + 1}"
         warm_times.append(grader(["grade", str(sub), "--out", str(dest), *common],
@@ -122,7 +123,8 @@ def main() -> int:
         print(f"  {warm_times[-1]:.1f} s", flush=True)
         if (dest / "result.json").is_file():
             points.append(perf_points(dest / "result.json"))
-    rows.append(("grade, warm (s)", " / ".join(f"{t:.1f}" for t in warm_times)))
+    if warm_times:
+        rows.append(("grade, warm (s)", " / ".join(f"{t:.1f}" for t in warm_times)))
     result = out / "warm-1" / "result.json"
     if result.is_file():
         total, stages = gpu_seconds(result)

@@ -24,11 +24,11 @@ def _hash_files(paths: list[Path], root: Path, h) -> None:
 
 def grader_fingerprint(plan: Plan) -> str:
     """The grader's version and a digest of everything that decides a grade apart from the
-    student's files: the grader's Python code, the build files, the common library and the
+    student's files: the grader's Python code and its static checks' allow-list, the build files, the common library and the
     graded labs' rubric, tests, interface, given code and reference."""
     root = Path(plan.repo)
     h = hashlib.sha256(pipeline.GRADER_VERSION.encode())
-    files = grading_modules(root / "grader")
+    files = grading_modules(root / "grader") + [root / "grader" / "allowlist.toml"]
     files += [root / "CMakeLists.txt"] + sorted((root / "cmake").rglob("*"))
     files += sorted((root / "common").rglob("*"))
     student = set()

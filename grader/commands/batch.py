@@ -44,8 +44,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                          "else a fresh one)", "grade as on a machine without a GPU")
     add_format_flag(p, "exports written beside each result.json")
     p.add_argument("--gpu-lock", default=os.environ.get("CML_GPU_LOCK", batch.DEFAULT_LOCK),
-                   help="the lock file GPU stages take, shared by every grader on this "
-                        f"machine (default: $CML_GPU_LOCK or {batch.DEFAULT_LOCK})")
+                   help="where the GPU locks live, shared by every grader on this machine: "
+                        "one lock file per GPU, this name with .gpu<UUID> before its suffix "
+                        "(this file itself where no GPU is listed) "
+                        f"(default: $CML_GPU_LOCK or {batch.DEFAULT_LOCK})")
     p.add_argument("--force", action="store_true",
                    help="grade again even the submissions that have not changed")
     p.add_argument("--keep-work", action="store_true",

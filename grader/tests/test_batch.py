@@ -127,6 +127,7 @@ class ResumeKeyTest(TmpCase):
         self.assertNotIn(f"labs/{LAB}/tiled_matmul.cu", files)
         self.assertIn("grader/pipeline.py", files)
         self.assertIn("grader/workspace.py", files)
+        self.assertIn("grader/allowlist.toml", files)  # what the static checks allow
         self.assertFalse([f for f in files if f.startswith("grader/batch/")])  # not regraded
         self.assertNotIn("grader/release.py", files)
         if (ROOT / "solutions" / LAB).is_dir():
