@@ -85,7 +85,8 @@ def main() -> int:
     p.add_argument("--batch", type=int, default=4, help="submissions in the batch (0: none)")
     p.add_argument("--jobs", default="auto", help="the batch's --jobs (default: its own)")
     p.add_argument("--skip-cold", action="store_true",
-                   help="no cold grade (the cache in --out is used as it is)")
+                   help="no cold grade (the cache in --out is used as it is, filled first "
+                        "when empty, untimed)")
     p.add_argument("--regrades", type=int, default=1,
                    help="warm grades of the reference (0: none, e.g. a batch alone)")
     p.add_argument("--out", type=Path, default=None, help="keep everything here")
@@ -113,6 +114,10 @@ def main() -> int:
                       out / "cold.log")
         rows.append(("grade, cold (s)", f"{cold:.1f}"))
         print(f"  {cold:.1f} s", flush=True)
+    elif not (cache / "entries").is_dir() or not any((cache / "entries").iterdir()):
+        print("filling the reference cache (not timed) ...", flush=True)
+        grader(["cache", "fill", "--cache", str(cache), "--labs", *lab_arg.split(",")],
+               out / "fill.log")
 
     warm_times, points = [], []
     for k in range(max(0, args.regrades)):
