@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import workspace
+from . import linking, workspace
 from .paths import LabPaths
 from .rubric import RubricError, load_rubric
 from .tools import _output, find_tool
@@ -108,7 +108,7 @@ def lab_key(root: Path, lab: LabPaths, archs: str | None = None,
             tools: str | None = None) -> str:
     """The content key of `lab`'s reference targets in the tree at `root`."""
     h = hashlib.sha256()
-    h.update(f"cml-refcache/1 {lab.folder}\n".encode())
+    h.update(f"cml-refcache/2 {lab.folder}\n".encode())
     h.update((tools if tools is not None else toolchain()).encode() + b"\n")
     h.update(f"archs {archs if archs is not None else cuda_architectures()}\n".encode())
     skip = set(student_files(lab))
@@ -131,6 +131,12 @@ class Entry:
     def solution_object(self) -> Path | None:
         p = self.path / "solution.o"
         return p if p.is_file() else None
+
+    @property
+    def build_dir(self) -> Path:
+        """The objects and libraries the student-linked executables are linked from, at
+        their build-tree paths (grader/linking.py); the static checks' harness objects."""
+        return self.path / linking.BUILD_DIR
 
 
 # builder(tmp folder, source root, labs, lab folder -> where its files go)
@@ -228,6 +234,12 @@ class Cache:
                 raise RuntimeError("the reference solution did not build: "
                                    + " | ".join(workspace.compile_errors(built.log_tail, {})[:3]
                                                 or [built.log_tail[-400:]]))
+        # The student-linked executables, linked here with the skeleton's library: every
+        # object a grade links the student's library with (grader/linking.py). Optional: an
+        # entry without them still serves the references; its labs are linked in the grade.
+        linked = [f"{lab.tag}_{kind}" for lab in labs for kind in linking.LINKED_KINDS
+                  if _has_target(build, lab, kind)]
+        harness = bool(linked) and workspace.cmake_build(build, linked, timeout, env).ok
         for lab in labs:
             for kind in KINDS:
                 made = workspace.binary(build, lab, kind)
@@ -237,6 +249,9 @@ class Cache:
                                         "solution")
             if obj:
                 shutil.copy2(obj, outs[lab.folder] / "solution.o")
+            if harness:
+                linking.save(build, LabPaths(lab.folder, lab.number, lab.topic, src),
+                             outs[lab.folder])
 
     def info(self) -> list[dict]:
         out = []
@@ -245,7 +260,7 @@ class Cache:
                 meta = json.loads((d / ENTRY_FILE).read_text())
             except (OSError, ValueError):
                 continue
-            meta["bytes"] = sum(p.stat().st_size for p in d.iterdir() if p.is_file())
+            meta["bytes"] = sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
             out.append(meta)
         return out
 

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import workspace
+from .. import linking, workspace
 from ..paths import ROOT
 from ..result import GRADED, BuildRecord, PartResult
 from .job import LabJob
@@ -46,10 +46,28 @@ def _reference_targets(job: LabJob) -> list[str]:
 
 
 def _linked_targets(job: LabJob) -> list[str]:
-    tag = job.lab.tag
-    targets = [f"{tag}_tests_student"] if _has(job, "tests/*.c*") else []
-    targets += [f"{tag}_hidden_student"] if _has(job, "tests/*.c*", "solution") else []
-    return targets + ([f"{tag}_bench_student"] if _has(job, "bench/*.c*") else [])
+    """The student-linked targets the grade's tree builds (none for a lab linked from its
+    cached entry)."""
+    if job.lab.folder in job.trees.links:
+        return []
+    return [f"{job.lab.tag}_{kind}" for kind in linking.linked_kinds(job.lab)]
+
+
+def _cached_links(jobs: list[LabJob]) -> dict[str, workspace.BuildOutcome]:
+    """The student-linked executables of the labs whose entry holds their links, linked
+    from it, every lab at once (grader/linking.py), each within its build time limit."""
+    trees = jobs[0].trees if jobs else None
+    work = [(job.lab, trees.references[job.lab.folder].path, trees.links[job.lab.folder],
+             job.build_timeout) for job in jobs if job.lab.folder in trees.links]
+    return linking.link_labs(work, trees.build_env) if work else {}
+
+
+def harness_tree(job: LabJob) -> Path:
+    """The build tree holding the objects the student's code is linked with (the static
+    checks' harness): the cached entry's for a lab linked from it, else the grade's."""
+    if job.lab.folder in job.trees.links:
+        return job.trees.references[job.lab.folder].build_dir
+    return job.trees.build
 
 
 def together(jobs: list[LabJob]) -> None:
@@ -75,9 +93,14 @@ def together(jobs: list[LabJob]) -> None:
         if targets else workspace.BuildOutcome(True, 0.0)
     if not linked.ok:
         return
+    cached = _cached_links(todo)
+    if not all(outcome.ok for outcome in cached.values()):
+        return
+    seconds = libs.seconds + linked.seconds + max((o.seconds for o in cached.values()),
+                                                  default=0.0)
     for job in todo:
-        job.prebuilt = StudentBuild(True, workspace.BuildOutcome(
-            True, libs.seconds + linked.seconds, False, [], linked.log_tail))
+        log = cached[job.lab.folder].log_tail if job.lab.folder in cached else linked.log_tail
+        job.prebuilt = StudentBuild(True, workspace.BuildOutcome(True, seconds, False, [], log))
 
 
 def reference(job: LabJob) -> None:
@@ -115,7 +138,11 @@ def student(job: LabJob) -> StudentBuild:
                                   trees.student.env, identity=trees.student.identity,
                                   jail=trees.student.jail)
     compiled = built.ok
-    if compiled:
+    if compiled and lab.folder in trees.links:
+        linked = _cached_links([job])[lab.folder]
+        built = workspace.BuildOutcome(linked.ok, built.seconds + linked.seconds,
+                                       linked.timed_out, [], linked.log_tail)
+    elif compiled:
         targets = _linked_targets(job)
         if targets:
             linked = workspace.cmake_build(trees.build, targets, job.build_timeout,

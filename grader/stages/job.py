@@ -44,6 +44,9 @@ class Trees:
     # lab folder -> the cached reference (grader/refcache.py); a lab not in it builds its
     # reference in `build`
     references: dict = field(default_factory=dict)
+    # lab folder -> its links (kind -> argv, grader/linking.py) from the cached entry; such a
+    # lab's student-linked executables are linked from the entry, not built in `build`
+    links: dict = field(default_factory=dict)
 
 
 @dataclass

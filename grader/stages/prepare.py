@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .. import refcache, sandbox, workspace
+from .. import linking, refcache, sandbox, workspace
 from ..paths import LabPaths
 from ..rubric import Rubric, RubricError, load_rubric
 from .job import StudentTree, Trees
@@ -95,22 +95,33 @@ def trees(work: Path, submission: Path, source_root: Path, labs: list[LabPaths],
     if not out.labs:
         return out
 
-    references, arch_flags = _references(cache, source_root, out.labs, say)
+    references, archs = _references(cache, source_root, out.labs, say)
+    links = {lab.folder: planned for lab in out.labs
+             if (planned := linking.plan(getattr(references.get(lab.folder), "path", None),
+                                         LabPaths(lab.folder, lab.number, lab.topic, src),
+                                         student_build, build))}
     student = StudentTree(student_src, student_build, student_env, identity,
                           workspace.student_jail(student_src, student_build))
-    out.trees = Trees(work, src, build, build_env, run_env, identity, student, references)
+    out.trees = Trees(work, src, build, build_env, run_env, identity, student, references,
+                      links)
     timeout = max(build_timeout or out.rubrics[lab.folder].build_timeout_s for lab in out.labs)
     say("configuring (CMake)")
-    configured = workspace.cmake_configure(src, build, out.labs, timeout, build_env,
-                                           [f"-DCML_STUDENT_BUILD={student_build}",
-                                            *arch_flags])
-    if configured.ok:
+    if len(links) < len(out.labs):  # a lab builds in the grader's tree: configure it
+        configured = workspace.cmake_configure(
+            src, build, out.labs, timeout, build_env,
+            [f"-DCML_STUDENT_BUILD={student_build}",
+             *([f"-DCMAKE_CUDA_ARCHITECTURES={archs}"] if archs else [])])
         # The student's tree is built for exactly the GPU architectures of the grader's.
-        arch = workspace.cache_value(build, "CMAKE_CUDA_ARCHITECTURES") or "75"
+        archs = workspace.cache_value(build, "CMAKE_CUDA_ARCHITECTURES") or "75"
+    else:  # every lab linked from its cached entry: the grader's tree is never built
+        configured = workspace.BuildOutcome(True, 0.0)
+    if configured.ok:
+        # Only the student's libraries: no order-only dependency on libcml or the given
+        # code, which the student's tree would otherwise compile first.
         configured = workspace.cmake_configure(
             student_src, student_build, out.labs, timeout, student_env,
-            ["-DCML_BUILD_TESTS=OFF", f"-DCMAKE_CUDA_ARCHITECTURES={arch}",
-             "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"],
+            ["-DCML_BUILD_TESTS=OFF", f"-DCMAKE_CUDA_ARCHITECTURES={archs}",
+             "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", "-DCMAKE_OPTIMIZE_DEPENDENCIES=ON"],
             identity=identity, jail=student.jail)
     if not configured.ok:
         out.errors.append("CMake could not configure the pristine tree: "
@@ -120,17 +131,16 @@ def trees(work: Path, submission: Path, source_root: Path, labs: list[LabPaths],
 
 
 def _references(cache: Path | None, source_root: Path, labs: list[LabPaths],
-                say: Callable[[str], None]) -> tuple[dict, list[str]]:
-    """The cached references of `labs` (filled first where missing), and the CMake flags
-    that build the grade's tree for the cache's GPU architectures. A cache that cannot be
-    filled is said and left out: each lab then builds its reference in the grade's tree,
-    where a failure is named per lab."""
+                say: Callable[[str], None]) -> tuple[dict, str | None]:
+    """The cached references of `labs` (filled first where missing), and the cache's GPU
+    architectures, which the grade's trees are built for. A cache that cannot be filled is
+    said and left out: each lab then builds its reference in the grade's tree, where a
+    failure is named per lab."""
     if cache is None:
-        return {}, []
+        return {}, None
     store = refcache.Cache(cache)
     try:
-        return store.fill(source_root, labs, say=say), \
-            [f"-DCMAKE_CUDA_ARCHITECTURES={store.archs}"]
+        return store.fill(source_root, labs, say=say), store.archs
     except (OSError, RuntimeError) as err:
         say(f"warning: the reference cache was not used ({err})")
-        return {}, []
+        return {}, None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import sandbox, static_checks, workspace
 from ..result import GRADED, PartResult
-from .build import reference_object
+from .build import harness_tree, reference_object
 from .job import LabJob
 
 
@@ -16,7 +16,7 @@ def check(job: LabJob) -> tuple[PartResult, list[static_checks.Violation]]:
     """(the Static checks part, the violations). The preprocessing runs the compiler on the
     student's source, so it runs in the student's jail. A check the grader cannot make is
     the grader's failure (RuntimeError), never a pass."""
-    lab, student, build = job.lab, job.trees.student, job.trees.build
+    lab, student = job.lab, job.trees.student
     rules = static_checks.load_rules(lab.folder, job.rubric.static)
     obj = workspace.object_file(student.build, lab)
     reference = reference_object(job)
@@ -41,7 +41,7 @@ def check(job: LabJob) -> tuple[PartResult, list[static_checks.Violation]]:
         text = (student.src / rel).read_text(errors="replace")
         violations = static_checks.check_submission(
             obj, reference, cmd, rules, str(inside_src), rel,
-            run, scratch, static_checks.harness_objects(build, lab.folder, lab.tag), text)
+            run, scratch, static_checks.harness_objects(harness_tree(job), lab.folder, lab.tag), text)
     except static_checks.CheckError as err:
         raise RuntimeError(f"the static check could not be made: {err}") from err
     details = {"violations": [v.describe() for v in violations], "allowed": rules.summary}

@@ -201,7 +201,7 @@ class TogetherTest(unittest.TestCase):
         from grader.stages.job import LabJob
         student = SimpleNamespace(build=Path("/sb"), env={}, identity=None, jail=None)
         trees = SimpleNamespace(build=Path("/b"), build_env={}, student=student,
-                                references={"01_warp_sizing": object()})
+                                references={"01_warp_sizing": object()}, links={})
         out = []
         for key in ("01", "04"):
             lab = find_lab(key)
