@@ -55,6 +55,7 @@ EXCLUDE = (
     "grader/tests/test_golden.py",  # grades the reference: needs solutions/
     "grader/tests/test_integrations.py",  # grades the reference on fake platform trees
     "grader/tests/test_refcache.py",  # fills the cache with the reference: needs solutions/
+    "grader/tests/test_linking.py",  # grades with the reference cache: needs solutions/
     "docs/student/*",  # the student copy's own README and workflows (student_copy.py)
     "*/__pycache__/*", "*.pyc",
 )
