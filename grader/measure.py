@@ -7,6 +7,7 @@ measurement's `unmeasured` reason set ("not measured": no points either way).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import benchdoc, parsers, sandbox
+from . import benchdoc, parallel, parsers, sandbox
 from .result import Timing
 from .rubric import MemorySafety, Metric, Performance
 from .tools import find_tool
@@ -67,27 +68,26 @@ class SanitizerRuns:
 
 def memory_safety(ms: MemorySafety, ctx: Context,
                   case_binaries: list[tuple[str, str]]) -> SanitizerRuns:
-    """Each tool runs every binary that has cases in [memory_safety].tests."""
+    """Each tool runs every binary that has cases in [memory_safety].tests. The runs do not
+    time anything, so they run at the same time (grader/parallel.py); each has its own log
+    and report, named before any starts, and they are read in the order tool by tool,
+    binary by binary, as if run one after another."""
     sanitizer = find_tool("compute-sanitizer")
     if not sanitizer:
         return SanitizerRuns(unmeasured="Not measured: compute-sanitizer is not installed "
                              "here, so memory safety earns no points either way.")
     runs = SanitizerRuns(details={"tests": ms.tests})
+    planned = [_sanitizer_run(sanitizer, tool, kind, spec, binary, ctx)
+               for tool in ms.tools for kind, spec in case_binaries
+               if (binary := ctx.binary(kind)) is not None]
+    outcomes = parallel.run_all([functools.partial(_run_sanitizer, p, ctx) for p in planned])
     for tool in ms.tools:
         combined: parsers.SanitizerSummary | None = None
-        for kind, spec in case_binaries:
-            binary = ctx.binary(kind)
-            if binary is None:
+        for one, out in zip(planned, outcomes):
+            if one.tool != tool:
                 continue
-            log = ctx.next_file(f"sanitizer-{tool}", ".log")
-            report = ctx.next_file(f"sanitizer-{tool}", ".xml")
-            cmd = [sanitizer, *SANITIZER_OPTIONS.get(tool, ["--tool", tool]),
-                   "--error-exitcode", "99", "--log-file", str(log), str(binary), spec,
-                   "-r", "xml", "-o", str(report), "--rng-seed", str(ctx.seed)]
-            out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3),
-                              env=ctx.env, identity=ctx.identity, jail=ctx.jail)
             try:
-                text = log.read_text(errors="replace")
+                text = one.log.read_text(errors="replace")
             except OSError:
                 text = ""
             if not text.strip() and REFUSED_RE.search(out.output_tail):
@@ -99,12 +99,38 @@ def memory_safety(ms: MemorySafety, ctx: Context,
                 summary.complete = False
                 summary.ok = False
             combined = summary if combined is None else _merge(combined, summary)
-            runs.details[f"{tool}:{kind}"] = out.describe()
+            runs.details[f"{tool}:{one.kind}"] = out.describe()
         if combined is not None:
             runs.summaries.append(combined)
     if not runs.summaries:
         runs.unmeasured = "Not measured: no test binary with the sanitizer cases was built."
     return runs
+
+
+@dataclass
+class _SanitizerRun:
+    """One compute-sanitizer invocation: a tool on one binary, with its own files."""
+
+    tool: str
+    kind: str
+    log: Path
+    cmd: list[str]
+
+
+def _sanitizer_run(sanitizer: str, tool: str, kind: str, spec: str, binary: Path,
+                   ctx: Context) -> _SanitizerRun:
+    log = ctx.next_file(f"sanitizer-{tool}", ".log")
+    report = ctx.next_file(f"sanitizer-{tool}", ".xml")
+    cmd = [sanitizer, *SANITIZER_OPTIONS.get(tool, ["--tool", tool]),
+           "--error-exitcode", "99", "--log-file", str(log), str(binary), spec,
+           "-r", "xml", "-o", str(report), "--rng-seed", str(ctx.seed)]
+    return _SanitizerRun(tool, kind, log, cmd)
+
+
+def _run_sanitizer(one: _SanitizerRun, ctx: Context) -> sandbox.Outcome:
+    # the time limit is taken when the run starts: what is left of the lab's GPU time then
+    return sandbox.run(one.cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3),
+                       env=ctx.env, identity=ctx.identity, jail=ctx.jail)
 
 
 def _merge(a: parsers.SanitizerSummary, b: parsers.SanitizerSummary) -> parsers.SanitizerSummary:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 import re
 import subprocess
+import threading
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import sandbox
+from . import parallel, sandbox
 from .catch_report import CaseResult, close_cut_report, parse_catch_xml, parse_tags
 from .catch_spec import name_spec, spec_matches
 from .result import CRASHED, FAILED, PASSED, TIMEOUT
@@ -196,10 +197,16 @@ class Runner:
     deadline: float = math.inf  # time.monotonic() after which nothing more is started
     runs: int = 0
     log: list[str] = field(default_factory=list)
+    # One Runner is one thread's: runners that share a run folder at the same time each
+    # need a report name of their own (grader/stages/tests.py); set `stop` to have the
+    # next process not start (parallel.Stopped is raised instead)
+    report_stem: str = "report"
+    stop: threading.Event | None = None
 
     def run_once(self, binary: Path, spec: str) -> tuple[list[CaseResult], bool, sandbox.Outcome]:
+        parallel.check(self.stop)
         self.runs += 1
-        report = self.run_dir / f"report-{self.runs}.xml"
+        report = self.run_dir / f"{self.report_stem}-{self.runs}.xml"
         cmd = [*self.wrapper, str(binary), spec, "-r", "xml", "-o", str(report),
                "--rng-seed", str(self.seed), "--durations", "yes"]  # each case's time
         timeout = max(1.0, min(self.timeout, self.deadline - time.monotonic()))

@@ -4,15 +4,17 @@ jail, as the unprivileged user."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from .. import sandbox, workspace
+from .. import parallel, sandbox, workspace
 from ..testrun import Case, CaseRun, Runner, list_cases
 from .job import STAGE_BUDGET, LabJob
 
@@ -70,15 +72,17 @@ def _layer_section(job: LabJob, layer: str) -> Iterator[None]:
 
 def run(job: LabJob, place: RunPlace, canonical: list[Case]) -> TestRuns:
     """The host layer, then (with a GPU, inside the GPU section) the GPU layer, each within
-    a time limit of its own."""
+    a time limit of its own. Within a layer the binaries (public, hidden) run at the same
+    time, each with a Runner of its own (its own report names and re-runs); what they find
+    is taken in the order of TEST_KINDS, as if they had run one after another."""
     trees = job.trees
-    runner = Runner(place.run_dir, trees.run_env, trees.identity, job.seed, job.test_timeout,
-                    jail=place.jail)
     found = TestRuns(canonical)
     layers = [("host", HOST_SPEC)] + ([("gpu", GPU_SPEC)] if job.has_gpu else [])
     for layer, spec in layers:
         with _layer_section(job, layer):
-            runner.deadline = time.monotonic() + STAGE_BUDGET * job.test_timeout
+            deadline = time.monotonic() + STAGE_BUDGET * job.test_timeout
+            stop = threading.Event()
+            todo = []
             for kind in TEST_KINDS:
                 binary = place.binaries[kind]
                 if binary is None:
@@ -87,15 +91,21 @@ def run(job: LabJob, place: RunPlace, canonical: list[Case]) -> TestRuns:
                             and (c.hidden == (kind == "hidden_student"))]
                 if not expected:
                     continue
+                runner = Runner(place.run_dir, trees.run_env, trees.identity, job.seed,
+                                job.test_timeout, jail=place.jail, deadline=deadline,
+                                report_stem=f"report-{layer}-{kind}", stop=stop)
                 job.say(f"{job.lab.folder}: running {layer} tests ({binary.name})")
-                runs, _outcome = runner.run_layer(binary, spec, expected)
+                todo.append((runner, binary, expected))
+            done = parallel.run_all(
+                [functools.partial(r.run_layer, b, spec, e) for r, b, e in todo], stop=stop)
+            for (runner, binary, _), (runs, outcome) in zip(todo, done):
                 job.log(f"----- {job.lab.folder}: {layer} tests ({binary.name}) output -----\n"
-                        + getattr(_outcome, "output_tail", "").rstrip())
+                        + getattr(outcome, "output_tail", "").rstrip())
                 found.runs.update(runs)
+                found.log += runner.log
     for case_run in found.runs.values():
         case_run.messages = shown_messages(case_run.messages, "hidden" in case_run.tags,
                                            trees.src)
-    found.log = list(runner.log)
     return found
 
 
