@@ -183,7 +183,8 @@ class RunAllTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "first"):
             parallel.run_all([slow, fails("first", 0.2), fails("second", 0.0)], limit=3)
         self.assertEqual(sorted(ended), ["first", "second", "slow"])
-        self.assertFalse([t for t in threading.enumerate() if t.name.startswith("cml-run-") and t.is_alive()])
+        self.assertFalse([t for t in threading.enumerate()
+                          if t.name.startswith("cml-run-") and t.is_alive()])
 
     def test_one_cpu_runs_in_the_callers_thread(self):
         me = threading.current_thread()
