@@ -1,10 +1,14 @@
 """Profiler metrics: the ncu command, what a profiled call's kernels add up to, and the points,
 on ncu logs in fixtures/metrics/ (no GPU, no ncu: the profiling run is simulated)."""
 
+import csv
+import io
 import re
 import tempfile
 import unittest
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 from unittest import mock
 
 from grader import measure, parsers, sandbox, scoring
@@ -45,8 +49,6 @@ def with_ranges(parts: dict[str, str]) -> str:
     launches of each part ("candidate" -> its log text) with the push/pop range column that
     says which call's range they ran in. A part without a table (no kernels) adds none; its
     ==ERROR== / ==WARNING== lines are kept."""
-    import csv
-    import io
     messages, header, rows = [], None, []
     for call, text in parts.items():
         lines = text.splitlines()
@@ -102,14 +104,19 @@ def log(name: str) -> str:
     return (DATA / name).read_text()
 
 
+@contextmanager
+def profiled(fake: FakeNcu, ncu: str | None = "/opt/ncu/ncu") -> Iterator[measure.Context]:
+    """A measurement context whose ncu (found at `ncu`) runs are `fake`'s."""
+    with tempfile.TemporaryDirectory() as tmp, \
+            mock.patch.object(measure, "find_tool", return_value=ncu), \
+            mock.patch.object(measure.sandbox, "run", fake):
+        yield measure.Context(run_dir=Path(tmp), env={}, identity=None, seed=7, timeout=60,
+                              binary=lambda kind: Path(f"/grade/bin/lab_{kind}"), counter=[0])
+
+
 class MetricRun(unittest.TestCase):
     def measure(self, metric, fake: FakeNcu, groups=GROUPS, ncu="/opt/ncu/ncu"):
-        with tempfile.TemporaryDirectory() as tmp, \
-                mock.patch.object(measure, "find_tool", return_value=ncu), \
-                mock.patch.object(measure.sandbox, "run", fake):
-            ctx = measure.Context(run_dir=Path(tmp), env={}, identity=None, seed=7, timeout=60,
-                                  binary=lambda kind: Path(f"/grade/bin/lab_{kind}"),
-                                  counter=[0])
+        with profiled(fake, ncu) as ctx:
             return scoring.metric_part(metric, measure.metric(metric, ctx), set(groups))
 
 

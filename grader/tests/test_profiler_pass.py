@@ -2,15 +2,13 @@
 arguments; for the bench, both calls) are collected by one ncu process (the runs are
 simulated: no GPU, no ncu)."""
 
-import tempfile
 import unittest
 from pathlib import Path
-from unittest import mock
 
 from grader import measure
 from grader.paths import ROOT, LabPaths
 from grader.rubric import load_rubric
-from grader.tests.test_metrics import DATA, FakeNcu, included
+from grader.tests.test_metrics import DATA, FakeNcu, included, profiled
 
 LAB06 = LabPaths("06_bank_conflicts", "06", "bank_conflicts", ROOT)
 
@@ -22,12 +20,7 @@ def metrics_of(cmd: list[str]) -> list[str]:
 class ProfilerPassTest(unittest.TestCase):
     def run_pass(self, fake: FakeNcu):
         entries = load_rubric(LAB06).metrics
-        with tempfile.TemporaryDirectory() as tmp, \
-                mock.patch.object(measure, "find_tool", return_value="/opt/ncu/ncu"), \
-                mock.patch.object(measure.sandbox, "run", fake):
-            ctx = measure.Context(run_dir=Path(tmp), env={}, identity=None, seed=7,
-                                  timeout=60, binary=lambda kind: Path(f"/b/lab06_{kind}"),
-                                  counter=[0])
+        with profiled(fake) as ctx:
             return entries, measure.metrics(entries, ctx)
 
     def test_one_ncu_run_per_lab_with_every_metric(self):
@@ -59,13 +52,7 @@ class ProfilerPassTest(unittest.TestCase):
         fake = FakeNcu({"cml:candidate/": text, "cml:baseline/": text})
         entries, shared = self.run_pass(fake)
         for entry, got in zip(entries, shared):
-            alone = FakeNcu({"cml:candidate/": text, "cml:baseline/": text})
-            with tempfile.TemporaryDirectory() as tmp, \
-                    mock.patch.object(measure, "find_tool", return_value="/opt/ncu/ncu"), \
-                    mock.patch.object(measure.sandbox, "run", alone):
-                ctx = measure.Context(run_dir=Path(tmp), env={}, identity=None, seed=7,
-                                      timeout=60, binary=lambda kind: Path(f"/b/{kind}"),
-                                      counter=[0])
+            with profiled(FakeNcu({"cml:candidate/": text, "cml:baseline/": text})) as ctx:
                 single = measure.metric(entry, ctx)
             self.assertEqual((got.value, got.problem, got.unmeasured),
                              (single.value, single.problem, single.unmeasured), entry.name)
