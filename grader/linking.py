@@ -12,14 +12,14 @@ configured and built in the grade's tree as without a cache.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
+import functools
 import json
 import shlex
 import shutil
 import subprocess
 from pathlib import Path
 
-from . import sandbox, workspace
+from . import parallel, sandbox, workspace
 from .paths import LabPaths
 from .static_checks import harness_objects
 from .tools import find_tool
@@ -137,7 +137,7 @@ def plan(entry_path: Path | None, lab: LabPaths, student_build: Path,
     for kind in wanted:
         argv = rewrite(recorded[kind], skeleton_library(lab),
                        str(student_library(student_build, lab)),
-                       str(out_build / "labs" / lab.folder / f"{lab.tag}_{kind}"))
+                       str(workspace.binary_path(out_build, lab, kind)))
         if argv is None:
             return None
         out[kind] = argv
@@ -149,11 +149,11 @@ def link_labs(work: list[tuple[LabPaths, Path, dict[str, list[str]], float]],
     """Runs the links of every (lab, entry path, plan, time limit) at once, with as many
     at a time as the CPUs the process may use; the outcome per lab folder (ok when each of
     its links succeeded; the log as a build's: a failed link's command and the linker's
-    output). The links run as the grader: linking runs none of the student's code."""
+    output). The links run as the grader: linking runs none of the student's code. An
+    interrupt kills them (grader/parallel.py)."""
     runs = [(lab, entry, kind, argv, limit) for lab, entry, planned, limit in work
             for kind, argv in planned.items()]
-    with cf.ThreadPoolExecutor(max_workers=max(1, workspace.usable_cpus())) as pool:
-        done = list(pool.map(lambda r: _link(*r, env), runs))
+    done = parallel.run_all([functools.partial(_link, *r, env) for r in runs])
     outcomes: dict[str, workspace.BuildOutcome] = {}
     for lab, _entry, _planned, _limit in work:
         mine = [o for (lab2, *_), o in zip(runs, done) if lab2.folder == lab.folder]

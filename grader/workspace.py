@@ -275,9 +275,14 @@ def object_file(build: Path, lab: LabPaths, variant: str = "student") -> Path | 
     return found[0] if found else None
 
 
+def binary_path(build: Path, lab: LabPaths, kind: str) -> Path:
+    """Where the build tree `build` puts labNN_<kind> (e.g. tests_student, bench_solution)."""
+    return build / "labs" / lab.folder / f"{lab.tag}_{kind}"
+
+
 def binary(build: Path, lab: LabPaths, kind: str) -> Path | None:
-    """labNN_<kind> (e.g. tests_student, bench_solution) if it was built."""
-    path = build / "labs" / lab.folder / f"{lab.tag}_{kind}"
+    """labNN_<kind> if it was built."""
+    path = binary_path(build, lab, kind)
     return path if path.is_file() else None
 
 
