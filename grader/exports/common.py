@@ -186,6 +186,19 @@ def score_items(lab: LabResult) -> list[Item]:
             maxes = _distribute(part.max_points, [t.max_points for t in tests])
             items += [test_item(t, p, m) for t, p, m in zip(tests, points, maxes)]
             continue
+        host_max = _graded_host_share(part)
+        if host_max:  # a group graded without a GPU: its host cases scored, its GPU cases not
+            host_points = round(part.points, 4)
+            items.append(Item(f"{prefix} · {part.name} (group, host cases)", host_points,
+                              host_max, PASS if host_points >= host_max - EPS else FAIL,
+                              _first_line(part_reason(part)), _part_output(part), False, None,
+                              lab.lab, part.kind, GRADED))
+            items.append(Item(f"{prefix} · {part.name} (group, GPU cases)", 0.0,
+                              round(part.max_points - host_max, 4), outcome,
+                              STATUS_WORDS[NOT_GRADED], _part_output(part), False, None,
+                              lab.lab, part.kind, part.status))
+            items += [test_item(t, 0.0, 0.0) for t in tests]
+            continue
         label = f"{part.name} (group)" if part.kind == "correctness" else part.name
         items.append(Item(f"{prefix} · {label}", round(part.points, 4),
                           round(part.max_points, 4), outcome,
@@ -201,6 +214,22 @@ def score_items(lab: LabResult) -> list[Item]:
         items.append(Item(f"{prefix} · {lab.title or lab.lab}", 0.0, missing, FAIL,
                           _first_line(why), why, False, None, lab.lab, "lab", ""))
     return items
+
+
+def _graded_host_share(part: PartResult) -> float:
+    """The points of a correctness group's host cases when the group was graded without a
+    CUDA device (its GPU cases pending, grader/scoring.py); 0 otherwise."""
+    if part.kind != "correctness" or part.status != NOT_GRADED:
+        return 0.0
+    host_max = part.details.get("host_max") if isinstance(part.details, dict) else None
+    return round(float(host_max), 4) if isinstance(host_max, (int, float)) else 0.0
+
+
+def pending_points(lab: LabResult) -> float:
+    """The points of `lab` that wait for a CUDA device: its parts not graded, less the host
+    cases of a group graded without one."""
+    return sum(p.max_points - _graded_host_share(p) for p in lab.parts
+               if p.status == NOT_GRADED)
 
 
 def timing_summary(lab: LabResult) -> dict[str, float | None]:

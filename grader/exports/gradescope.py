@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..result import NOT_GRADED, NOT_RUN, GradeResult
-from .common import PASS, SKIP, FLAG, fmt_points, score_items, timing_summary
+from .common import FLAG, PASS, SKIP, fmt_points, score_items, timing_summary
+from .common import pending_points as lab_pending_points
 from .table import terminal_table  # the plain-text table is the overall output
 
 _TAGS = {FLAG: " [flagged for review]"}
@@ -49,8 +50,7 @@ def redact_hidden(text: str, names: list[str]) -> str:
 
 def pending_points(result: GradeResult) -> float:
     """Points of the parts not graded for want of a CUDA device."""
-    return sum(p.max_points for lab in result.labs for p in lab.parts
-               if p.status == NOT_GRADED)
+    return sum(lab_pending_points(lab) for lab in result.labs)
 
 
 def provisional_note(result: GradeResult) -> str:

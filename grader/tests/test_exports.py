@@ -262,6 +262,32 @@ class GradescopeTest(unittest.TestCase):
         self.assertTrue(doc["extra_data"]["provisional"])
         self.assertNotIn("PROVISIONAL", to_gradescope(fixtures()["graded"])["output"])
 
+    def test_a_group_with_host_and_gpu_cases_keeps_its_host_points_without_a_gpu(self):
+        # scoring's rule: its host cases earn their share, its GPU cases wait for a GPU; the
+        # gradebook's score must be result.json's, and only the GPU share pending
+        lab = no_gpu_lab()
+        lab.parts[4] = PartResult(
+            "correctness", "Tiled kernel, compile-time tile", NOT_GRADED, 10.0, 25.0,
+            "Host cases: 2 of 2 pass (10 of 10 points, graded here). Not graded: no CUDA "
+            "device, so its 3 GPU case(s) (15 points) were not run.",
+            {"host_passed": 2, "host_total": 2, "host_points": 10.0, "host_max": 10.0,
+             "gpu_max": 15.0})
+        lab_totals(lab)
+        result = grade(lab, device=None)
+        self.assertEqual(result.points, 25.0)
+        doc = to_gradescope(result)
+        self.assertEqual(doc["score"], result.points)
+        self.assertEqual(doc["extra_data"]["pending_gpu_points"], 65.0)
+        host = next(t for t in doc["tests"] if "(group, host cases)" in t["name"])
+        self.assertEqual((host["score"], host["max_score"], host["status"]),
+                         (10.0, 10.0, "passed"))
+        gpu = next(t for t in doc["tests"] if "(group, GPU cases)" in t["name"])
+        self.assertIn("[pending GPU grading]", gpu["name"])
+        self.assertNotIn("score", gpu)
+        items = score_items(lab)
+        self.assertAlmostEqual(sum(i.points for i in items), lab.points)
+        self.assertAlmostEqual(sum(i.max_points for i in items), lab.max_points)
+
     def test_output_never_names_hidden_tests(self):
         result = fixtures()["graded"]
         hidden = "Tiled kernel handles sizes that are not multiples of the tile"
