@@ -3,16 +3,21 @@
 `grader grade`, and fails unless every lab's reference scores full marks and every skeleton
 scores 0 on every part that needs the student's work. With --regrades N the reference is
 graded N times and each lab's speed points must stay within --speed-spread of each other.
+With --busy-grades K the first K of those grades run while every CPU of the machine spins in
+a busy loop (a shared node, a batch with many jobs): the reference must keep full marks.
 
 Run it on a machine with a GPU (without one, the GPU parts are "not graded" and it says so).
-Usage: python3 tools/grade_check.py [--labs 04,06] [--regrades 3] [--out DIR]
+Usage: python3 tools/grade_check.py [--labs 04,06] [--regrades 3] [--busy-grades 1] [--out DIR]
 Prints a table last; the exit status is 0 when every check holds.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import multiprocessing
+import os
 import shutil
 import subprocess
 import sys
@@ -57,6 +62,29 @@ def grade(sub: Path, labs, out: Path, work: Path, seed: int) -> tuple[dict, floa
         raise SystemExit(f"grader grade failed for {sub} (exit {proc.returncode})")
 
 
+def _spin() -> None:
+    while True:
+        pass
+
+
+@contextlib.contextmanager
+def busy_cpus(on: bool):
+    """Every CPU this process may use spins in a busy loop of its own while the block runs."""
+    procs = []
+    if on:
+        for _ in range(len(os.sched_getaffinity(0))):
+            proc = multiprocessing.Process(target=_spin, daemon=True)
+            proc.start()
+            procs.append(proc)
+    try:
+        yield len(procs)
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.join()
+
+
 def part_points(lab: dict, kind: str) -> float | None:
     parts = [p for p in lab["parts"] if p["kind"] == kind]
     return sum(p["points"] for p in parts) if parts else None
@@ -66,6 +94,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--labs", default="", help="comma-separated lab numbers (default: all)")
     ap.add_argument("--regrades", type=int, default=1, help="grades of the reference")
+    ap.add_argument("--busy-grades", type=int, default=0,
+                    help="the first K reference grades run with every CPU busy")
     ap.add_argument("--speed-spread", type=float, default=1.0,
                     help="largest allowed spread of a lab's speed points over the regrades")
     ap.add_argument("--out", type=Path, default=None, help="keep results here")
@@ -85,9 +115,12 @@ def main() -> int:
         make_submission(path, labs, kind)
 
     refs = []
+    busy_notes = []
     for i in range(args.regrades):
-        refs.append(grade(subs["reference"], labs, out / f"reference-{i + 1}", work,
-                          args.seed + i))
+        with busy_cpus(i < args.busy_grades) as spinning:
+            refs.append(grade(subs["reference"], labs, out / f"reference-{i + 1}", work,
+                              args.seed + i))
+        busy_notes.append(f"{spinning} CPUs busy" if spinning else "idle")
     skeleton, skel_seconds = grade(subs["skeleton"], labs, out / "skeleton", work, args.seed)
 
     device = (refs[0][0].get("device") or {}).get("name", "no GPU")
@@ -129,7 +162,8 @@ def main() -> int:
         print(f"{folder:<22} {p:>6.2f}/{m:<6.2f} {speeds:>22} {sp:>5.2f}/{sm:<6.2f}  "
               + (", ".join(unmeasured) or "-"))
     total_ref = refs[0][0]["points"], refs[0][0]["max_points"]
-    print(f"grade times: reference {', '.join(f'{s:.0f} s' for _, s in refs)}; "
+    times = ", ".join(f"{s:.0f} s ({note})" for (_, s), note in zip(refs, busy_notes))
+    print(f"grade times: reference {times}; "
           f"skeleton {skel_seconds:.0f} s; results in {out}")
     for f in failures:
         print("FAIL", f)
