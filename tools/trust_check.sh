@@ -16,9 +16,9 @@
 #   CMAKE_PREFIX_PATH, CML_BWRAP   as for the grader (a Catch2 or bubblewrap outside /usr)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 export PATH="$PATH:/usr/local/cuda/bin"
-build=build-trust
+build="build-trust"
 out=${OUT:-$build/out}
 mkdir -p "$out"
 stages=("$@")
