@@ -453,7 +453,8 @@ class BenchRuns:
     """The scored comparison as measured: the reference's bench and the student's, each run
     once (interleaved with the baseline inside), and the harness's verdicts on the student's
     timed runs. `unmeasured`: why the part is "not measured"; `failed`: why the student's
-    bench gave no timing."""
+    bench gave no timing. Both documents are kept with every summary recomputed from their
+    samples (benchdoc.recompute); `altered` says where the student's disagreed with them."""
 
     timing: Timing | None = None
     unmeasured: str = ""
@@ -464,6 +465,9 @@ class BenchRuns:
     launches: Any = None  # the student's call's launch counts (bench JSON)
     review: Any = None  # the harness's review flag (bench JSON)
     student_doc: dict[str, Any] | None = None  # the student's whole bench JSON ([stretch])
+    reference_doc: dict[str, Any] | None = None  # the reference's (its limits and work)
+    altered: str | None = None  # benchdoc.altered_problem of the student's document
+    disagreements: list[str] = field(default_factory=list)  # every one found
 
 
 def performance(perf: Performance, ctx: Context) -> BenchRuns:
@@ -478,6 +482,12 @@ def performance(perf: Performance, ctx: Context) -> BenchRuns:
     if reference is None:
         runs.unmeasured = f"Not measured: the reference bench did not run ({why_ref})."
         return runs
+    reference, ref_disagrees = benchdoc.recompute(reference)
+    if ref_disagrees:
+        runs.unmeasured = ("Not measured: the reference's own bench document disagrees with "
+                           f"its samples ({ref_disagrees[0]}): a grader problem, not yours.")
+        return runs
+    runs.reference_doc = reference
     try:
         ref_comp = parsers.comparison(reference, perf.comparison)
     except ValueError as err:
@@ -495,6 +505,9 @@ def performance(perf: Performance, ctx: Context) -> BenchRuns:
     if student is None:
         runs.failed = f"your bench did not finish ({why_student})."
         return runs
+    # Only the samples are believed: every summary scored below is recomputed from them.
+    student, runs.disagreements = benchdoc.recompute(student)
+    runs.altered = benchdoc.altered_problem(runs.disagreements)
     try:
         comp = parsers.comparison(student, perf.comparison)
     except ValueError as err:

@@ -379,9 +379,10 @@ def memory_safety_part(ms: "MemorySafety", runs: "SanitizerRuns | None",
 
 def performance_part(perf: "Performance", runs: "BenchRuns",
                      full_groups: set[str]) -> PartResult:
-    """Speed points: correctness first (the timed output verified, a kernel launched in every
-    timed call, the `requires` groups at full marks), then the harness's review flag, then
-    speed_points on the two speedups."""
+    """Speed points: a bench document that agrees with its own samples first (else nothing in
+    it is believed), correctness (the timed output verified, a kernel launched in every
+    timed call, the `requires` groups at full marks), then the harness's review flag and the
+    physical floor, then speed_points on the two speedups, recomputed from the samples."""
     part = PartResult("performance", "Performance", NOT_MEASURED, 0.0, perf.points)
     if runs.unmeasured:
         part.reason = runs.unmeasured
@@ -390,6 +391,8 @@ def performance_part(perf: "Performance", runs: "BenchRuns",
     if runs.failed:
         part.reason = f"No speed points: {runs.failed}"
         return part
+    if runs.altered:
+        return altered_part(part, runs)
     timing = runs.timing
     assert timing is not None
     s_speed, r_speed = timing.student_speedup, timing.reference_speedup
@@ -412,12 +415,38 @@ def performance_part(perf: "Performance", runs: "BenchRuns",
         part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
                         "review": runs.review}
         return part
+    too_fast, floor = benchdoc.floor_check(perf.comparison, runs.student_doc, runs.reference_doc,
+                                           perf.floor_margin)
+    if too_fast:
+        return below_floor_part(part, too_fast, floor,
+                                {"student_speedup": s_speed, "reference_speedup": r_speed})
     score = speed_points(s_speed or 0.0, r_speed or 0.0, perf.points, perf.full_credit_ratio,
                          perf.review_ratio)
     part.points, part.status = score.points, score.status
     part.reason = score.reason if score.points < perf.points else ""
     part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
-                    "time_ratio": score.time_ratio, "summary": score.reason}
+                    "time_ratio": score.time_ratio, "summary": score.reason, "floor": floor}
+    return part
+
+
+def altered_part(part: PartResult, runs: "BenchRuns") -> PartResult:
+    """A speed part whose bench document disagrees with its own samples: nothing in it is
+    believed, so no points, flagged for a person to look at."""
+    part.status, part.points = REVIEW, 0.0
+    part.reason = (f"Flagged for review: {runs.altered}. No speed points until a person has "
+                   "looked at it.")
+    part.details = {**part.details, "disagreements": list(runs.disagreements)}
+    return part
+
+
+def below_floor_part(part: PartResult, too_fast: str, floor: dict,
+                     details: dict | None = None) -> PartResult:
+    """A speed part whose candidate time is below the physical floor (benchdoc.floor_check):
+    impossible on this GPU, so flagged for review and not awarded."""
+    part.status, part.points = REVIEW, 0.0
+    part.reason = (f"Flagged for review: your kernel's median time, {too_fast}, which is not "
+                   "possible on this GPU; no speed points until a person has looked at it.")
+    part.details = {**part.details, **(details or {}), "floor": floor}
     return part
 
 
@@ -508,6 +537,8 @@ def stretch_part(stretch: "Stretch", runs: "BenchRuns", full_groups: set[str],
     if runs.failed or runs.student_doc is None:
         part.reason = f"No points: {runs.failed or 'your bench gave no timing.'}"
         return part
+    if runs.altered:
+        return altered_part(part, runs)
     comp = next((c for c in runs.student_doc.get("comparisons") or []
                  if isinstance(c, dict) and c.get("name") == stretch.comparison), None)
     missing = missing_groups(stretch.requires, full_groups)
@@ -538,12 +569,17 @@ def stretch_part(stretch: "Stretch", runs: "BenchRuns", full_groups: set[str],
         part.reason = ("Flagged for review: the bench's host-time cross-check says your timing "
                        f"cannot be trusted ({review}).")
         return part
+    too_fast, floor = benchdoc.floor_check(stretch.comparison, runs.student_doc,
+                                           runs.reference_doc, stretch.floor_margin)
+    if too_fast:
+        return below_floor_part(part, too_fast, floor)
     fraction = benchdoc.number(comp, "speedup", "median")
     score = fraction_points(fraction or 0.0, stretch.target_fraction, stretch.floor_fraction,
                             offered)
     part.points, part.status = score.points, score.status
     part.reason = score.reason if score.points < offered else ""
-    part.details = {**part.details, "fraction": fraction, "summary": score.reason}
+    part.details = {**part.details, "fraction": fraction, "summary": score.reason,
+                    "floor": floor}
     return part
 
 
@@ -552,6 +588,7 @@ __all__ = ["GRADED", "NOT_GRADED", "NOT_MEASURED", "REVIEW", "SpeedScore", "Poin
            "grade_totals", "leave_out_unmeasured", "not_graded_reason", "missing_groups",
            "Correctness", "correctness", "memory_safety_gate", "memory_safety_part",
            "performance_part", "metric_part", "rubric_parts", "finish_unfinished",
+           "altered_part", "below_floor_part",
            "not_graded_parts",
            "fraction_points", "stretch_part", "as_bonus", "bonus_offers", "stretch_name"]
 
