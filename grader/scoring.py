@@ -157,7 +157,7 @@ def _first_line(text: str) -> str:
 
 def metric_points(value: float | None, points: float, expect_min: float | None,
                   expect_max: float | None, missing_groups: Iterable[str] = (),
-                  problem: str = "") -> PointsScore:
+                  problem: str = "", source: str = "") -> PointsScore:
     """Points for one profiler metric of the student's call (always GRADED: a metric that
     could not be measured never reaches this).
 
@@ -165,11 +165,12 @@ def metric_points(value: float | None, points: float, expect_min: float | None,
     `problem` then says why in the student's terms (no kernel launched, no shared-memory
     access...). Points need `points` > 0, the groups the metric requires at full marks
     (`missing_groups` lists those that are not) and the value inside [expect_min,
-    expect_max] (either end may be open)."""
+    expect_max] (either end may be open). `source` names what the value was read from
+    ("kernel transpose_padded"), shown beside it."""
     missing = list(missing_groups)
     if value is None or not math.isfinite(value):
         return PointsScore(0.0, GRADED, problem or "Nothing was measured.")
-    shown = f"Measured {value:.4g}"
+    shown = f"Measured {value:.4g}" + (f" in {source}" if source else "")
     if points <= 0:
         return PointsScore(0.0, GRADED, f"{shown} (reported, not scored).")
     if missing:
@@ -451,16 +452,24 @@ def below_floor_part(part: PartResult, too_fast: str, floor: dict,
 
 
 def metric_part(entry: "Metric", run: "MetricRun", full_groups: set[str]) -> PartResult:
-    """One [[metrics]] entry: always reported; scored by metric_points when measured."""
+    """One [[metrics]] entry: always reported; scored by metric_points when measured. Points
+    it would earn while a kernel too small to decide lies outside the range (run.review) are
+    flagged for review instead."""
     part = PartResult("metric", entry.name, NOT_MEASURED, 0.0, entry.points,
                       run.unmeasured, run.details)
     if run.unmeasured:
         return part
     part.details["value"] = run.value
     score = metric_points(run.value, entry.points, entry.expect_min, entry.expect_max,
-                          missing_groups(entry.requires, full_groups), run.problem)
+                          missing_groups(entry.requires, full_groups), run.problem, run.source)
     part.status, part.points = score.status, score.points
     part.reason = score.reason if score.points < entry.points or entry.points <= 0 else ""
+    if run.review and score.points > 0:
+        part.status, part.points = REVIEW, 0.0
+        shown = f"{run.value:.4g}" + (f" in {run.source}" if run.source else "")
+        part.reason = (f"Flagged for review: measured {shown}, inside the range, but "
+                       f"{run.review}; no points for this metric until a person has looked "
+                       "at it.")
     return part
 
 
