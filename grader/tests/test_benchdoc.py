@@ -225,7 +225,8 @@ class FloorTest(unittest.TestCase):
         self.assertIsNotNone(problem)
 
     def test_no_limits_is_not_checked(self):
-        problem, details = benchdoc.floor_check("tiled", load("review.json"), load("reference.json"))
+        problem, details = benchdoc.floor_check("tiled", load("review.json"),
+                                                load("reference.json"))
         self.assertIsNone(problem)
         self.assertEqual(details, {"checked": False,
                                    "why": "the bench reported no measured limits"})
