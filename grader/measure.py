@@ -194,14 +194,18 @@ class _NotMeasured(Exception):
 
 @dataclass
 class MetricRun:
-    """One [[metrics]] entry as measured: the value over the profiled call's kernels, or
-    None and `problem` (why the student's call gave it nothing to measure); `unmeasured` set
-    when this machine could not measure it at all."""
+    """One [[metrics]] entry as measured: the value of the profiled call (its worst
+    significant kernel, see judge_kernels), or None and `problem` (why the student's call
+    gave it nothing to measure); `unmeasured` set when this machine could not measure it at
+    all. `source` names what decided the value ("kernel transpose_padded"), "" when the
+    whole call did for a metric that is not judged per kernel."""
 
     details: dict[str, Any] = field(default_factory=dict)
     value: float | None = None
     problem: str = ""
     unmeasured: str = ""
+    source: str = ""
+    review: str = ""  # outlier_review: why the value cannot be awarded without a person
 
 
 class _Pass:
@@ -286,6 +290,8 @@ def metric(entry: Metric, ctx: Context, shared: _Pass | None = None) -> MetricRu
                                           shared or _Pass([entry]))
     except _NotMeasured as err:
         run.unmeasured = str(err)
+    run.source = run.details.pop("decided_by_text", "")
+    run.review = outlier_review(run.details)
     return run
 
 
@@ -312,16 +318,22 @@ def _measure(ncu: str, metric: Metric, ctx: Context, binary: Path,
                                f"{CALL_RANGES['baseline']}): a grader problem, not yours.")
         who = "Your code" if metric.call == "candidate" else "The baseline"
         return None, f"{who} launched no kernel in the timed call: there was nothing to measure."
+    too_many = _too_many_kernels(rows, metric)
+    if too_many:
+        return None, too_many
     value, problem = _value(rows, metric)
-    if value is None or not metric.per_baseline:
+    if value is None:
         return value, problem
-    base_rows, failed = _profile(ncu, metric, ctx, binary, "baseline", details)
-    base = _value(base_rows, metric)[0] if base_rows and not failed else None
-    details.update(candidate_value=value, baseline_value=base)
-    if not base:
-        raise _NotMeasured("Not measured: the baseline's call gave no value to divide by "
-                           f"({failed or 'its value was 0 or missing'}).")
-    return value / base, ""
+    divisor = 1.0
+    if metric.per_baseline:
+        base_rows, failed = _profile(ncu, metric, ctx, binary, "baseline", details)
+        base = _value(base_rows, metric)[0] if base_rows and not failed else None
+        details.update(candidate_value=value, baseline_value=base)
+        if not base:
+            raise _NotMeasured("Not measured: the baseline's call gave no value to divide by "
+                               f"({failed or 'its value was 0 or missing'}).")
+        divisor = base
+    return judge_kernels(rows, metric, value / divisor, divisor, details), ""
 
 
 def _shared_profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: str,
@@ -416,6 +428,115 @@ def _value(rows: list[dict[str, Any]], metric: Metric) -> tuple[float | None, st
     return total / per, ""
 
 
+# A kernel that carries less than this share of the call's work (the denominator, or for an
+# average its time) does not decide the call's value: a small helper kernel is not the work.
+SIGNIFICANT_SHARE = 0.10
+
+
+def kernel_label(name: str) -> str:
+    """A kernel's name as a student wrote it: "transpose_padded" for ncu's
+    "(anonymous namespace)::transpose_padded(const float *, float *, int, int)"."""
+    short = name.replace("(anonymous namespace)::", "")
+    short = short.split("(", 1)[0].strip() if "(" in short else short.strip()
+    return short.removeprefix("void ").strip() or name
+
+
+def _too_many_kernels(rows: list[dict[str, Any]], metric: Metric) -> str:
+    """Why the call launched more distinct kernels than the entry's max_kernels, or ""."""
+    names = parsers.ncu_kernels(rows)
+    if metric.max_kernels is None or len(names) <= metric.max_kernels:
+        return ""
+    who = "Your code" if metric.call == "candidate" else "The baseline"
+    shown = ", ".join(kernel_label(n) for n in names[:4]) + (", …" if len(names) > 4 else "")
+    return (f"{who} launched {len(names)} different kernels in the profiled call ({shown}); "
+            f"this metric allows at most {metric.max_kernels}, so it earns nothing.")
+
+
+def kernel_values(rows: list[dict[str, Any]], metric: Metric,
+                  divisor: float = 1.0) -> list[dict[str, Any]]:
+    """The metric of each kernel of the call (its launches grouped by name), as the call's
+    value is computed (a ratio: sum(metric) / sum(per) within the kernel; an average: the
+    mean over its launches weighted by their time), divided by `divisor`; with its launches,
+    its share of the call's work (of the denominator; for an average, of the time) and
+    whether that share makes it significant (at least SIGNIFICANT_SHARE)."""
+    out = []
+    for name, launches in parsers.ncu_by_kernel(rows):
+        value = parsers.ncu_aggregate(launches, metric.metric)
+        if metric.per:
+            weight = parsers.ncu_aggregate(launches, metric.per)
+            value = value / weight if value is not None and weight else None
+        else:
+            weight = parsers.ncu_duration(launches)
+            if weight is None:  # no times: each launch weighs the same
+                weight = float(len(launches))
+        out.append({"kernel": name, "launches": len(launches),
+                    "value": value / divisor if value is not None else None,
+                    "weight": weight or 0.0})
+    total = sum(k["weight"] for k in out)
+    for k in out:
+        k["share"] = k["weight"] / total if total > 0 else 0.0
+        k["significant"] = k["share"] >= SIGNIFICANT_SHARE
+    return out
+
+
+def _badness(value: float, lo: float | None, hi: float | None) -> float:
+    """How far `value` is on the wrong side of [lo, hi] (negative inside): larger is worse."""
+    return max(lo - value if lo is not None else -math.inf,
+               value - hi if hi is not None else -math.inf)
+
+
+def judge_kernels(rows: list[dict[str, Any]], metric: Metric, call_value: float,
+                  divisor: float = 1.0, details: dict[str, Any] | None = None) -> float:
+    """The value the call is judged by: its worst significant kernel, in the direction the
+    rubric grades (expect_max: the largest value; expect_min: the smallest; both: the
+    farthest outside the range). A kernel split in two that both do the work keeps its
+    value; a kernel added beside the work can only make it worse. A metric with neither
+    bound, or a counter summed over the call without `per` (a total, which an extra kernel
+    only adds to), is the call's value (`call_value`).
+
+    A kernel too small to decide that lies outside the range is either a small helper or the
+    work itself thinned out below SIGNIFICANT_SHARE by an added kernel: it is listed in
+    details["outliers"] (the part is then flagged for review). Each kernel's figures go into
+    details["by_kernel"], the deciding kernel's name into details["decided_by"]."""
+    details = details if details is not None else {}
+    kernels = kernel_values(rows, metric, divisor)
+    details["by_kernel"] = [{k: v for k, v in kernel.items() if k != "weight"}
+                            for kernel in kernels]
+    details["decided_by"] = None
+    lo, hi = metric.expect_min, metric.expect_max
+    if (not metric.per and metric.metric.endswith(".sum")) or (lo is None and hi is None):
+        return call_value
+    measured = [k for k in kernels if k["value"] is not None]
+    significant = [k for k in measured if k["significant"]]
+    worst = max(significant, key=lambda k: _badness(k["value"], lo, hi), default=None)
+    details["outliers"] = [
+        {"kernel": k["kernel"], "value": k["value"], "share": k["share"]}
+        for k in measured if not k["significant"] and _badness(k["value"], lo, hi) > 0]
+    if worst is None:  # no kernel carries a tenth of the work: the call as a whole
+        details["decided_by_text"] = f"all {len(kernels)} kernels of the call together"
+        return call_value
+    details["decided_by"] = worst["kernel"]
+    details["decided_by_text"] = f"kernel {kernel_label(worst['kernel'])}" + (
+        "" if len(kernels) == 1 else
+        f" ({worst['share']:.1%} of the call's work)" if len(significant) == 1 else
+        f", the worst of the {len(significant)} that carry at least {SIGNIFICANT_SHARE:.0%} "
+        "of the call's work")
+    return worst["value"]
+
+
+def outlier_review(details: dict[str, Any]) -> str:
+    """Why a metric whose kernels that carry the work are judged is flagged for review: a
+    smaller kernel of the call measured outside the range (details["outliers"]), or ""."""
+    outliers = details.get("outliers") or []
+    if not outliers:
+        return ""
+    shown = "; ".join(f"kernel {kernel_label(k['kernel'])} measured {k['value']:.4g} with "
+                      f"{k['share']:.1%} of the call's work" for k in outliers[:3])
+    return (f"{shown}, outside the range. A kernel that small is either a helper or the work "
+            "itself thinned out by a kernel added beside it, and an added kernel must never "
+            "improve a metric")
+
+
 _COUNTED_OP = re.compile(r"op(?:_(?:shared|global|local))?_(ld|st|atom|red)\b")
 
 
@@ -453,7 +574,8 @@ class BenchRuns:
     """The scored comparison as measured: the reference's bench and the student's, each run
     once (interleaved with the baseline inside), and the harness's verdicts on the student's
     timed runs. `unmeasured`: why the part is "not measured"; `failed`: why the student's
-    bench gave no timing."""
+    bench gave no timing. Both documents are kept with every summary recomputed from their
+    samples (benchdoc.recompute); `altered` says where the student's disagreed with them."""
 
     timing: Timing | None = None
     unmeasured: str = ""
@@ -464,6 +586,9 @@ class BenchRuns:
     launches: Any = None  # the student's call's launch counts (bench JSON)
     review: Any = None  # the harness's review flag (bench JSON)
     student_doc: dict[str, Any] | None = None  # the student's whole bench JSON ([stretch])
+    reference_doc: dict[str, Any] | None = None  # the reference's (its limits and work)
+    altered: str | None = None  # benchdoc.altered_problem of the student's document
+    disagreements: list[str] = field(default_factory=list)  # every one found
 
 
 def performance(perf: Performance, ctx: Context) -> BenchRuns:
@@ -478,6 +603,12 @@ def performance(perf: Performance, ctx: Context) -> BenchRuns:
     if reference is None:
         runs.unmeasured = f"Not measured: the reference bench did not run ({why_ref})."
         return runs
+    reference, ref_disagrees = benchdoc.recompute(reference)
+    if ref_disagrees:
+        runs.unmeasured = ("Not measured: the reference's own bench document disagrees with "
+                           f"its samples ({ref_disagrees[0]}): a grader problem, not yours.")
+        return runs
+    runs.reference_doc = reference
     try:
         ref_comp = parsers.comparison(reference, perf.comparison)
     except ValueError as err:
@@ -495,6 +626,9 @@ def performance(perf: Performance, ctx: Context) -> BenchRuns:
     if student is None:
         runs.failed = f"your bench did not finish ({why_student})."
         return runs
+    # Only the samples are believed: every summary scored below is recomputed from them.
+    student, runs.disagreements = benchdoc.recompute(student)
+    runs.altered = benchdoc.altered_problem(runs.disagreements)
     try:
         comp = parsers.comparison(student, perf.comparison)
     except ValueError as err:

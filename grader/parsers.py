@@ -276,6 +276,23 @@ def ncu_kernels(rows: list[dict[str, Any]]) -> list[str]:
 NCU_DURATION = "gpu__time_duration.sum"  # the weight of a launch in a non-additive metric
 
 
+def ncu_by_kernel(rows: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The launches grouped by kernel name: (name, its launches) in the order of each
+    kernel's first launch."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(_kernel_name(row), []).append(row)
+    return list(groups.items())
+
+
+def ncu_duration(rows: list[dict[str, Any]]) -> float | None:
+    """The launches' summed duration (ns); None unless every launch has one above 0."""
+    times = [_row_value(row, NCU_DURATION) for row in rows]
+    if not times or any(t is None or t <= 0 for t in times):
+        return None
+    return sum(t for t in times if t is not None)
+
+
 @dataclass
 class NcuLog:
     """What one profiling run wrote to its --log-file: the raw page (one row per profiled

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .benchdoc import FLOOR_MARGIN
 from .paths import LabPaths
 
 try:  # the standard library's TOML reader; Debian's python3-tomli on Python 3.10
@@ -61,6 +62,9 @@ class Performance:
     requires: list[str]
     full_credit_ratio: float = 1.2
     review_ratio: float = 10.0
+    # a candidate time below the physical floor / floor_margin is flagged for review
+    # (grader/benchdoc.py floor_check)
+    floor_margin: float = FLOOR_MARGIN
 
 
 @dataclass
@@ -79,12 +83,15 @@ class Stretch:
     floor_fraction: float = 0.0
     sanitizer_tests: str = ""
     bonus: bool = False
+    floor_margin: float = FLOOR_MARGIN  # as [performance].floor_margin
 
 
 @dataclass
 class Metric:
-    """A profiler (ncu) metric of the work one call did: summed (or, for an average, a
-    duration-weighted mean) over every kernel the call launched, whatever their names.
+    """A profiler (ncu) metric of the work one call did, read per kernel of the call (every
+    kernel it launched, whatever their names) and judged by the worst kernel that carries at
+    least a tenth of the call's work (grader/README.md, "Profiler metrics"); `max_kernels`
+    caps the distinct kernels the call may launch.
 
     target "bench": the bench marks each call of an interleaved comparison with an NVTX
     range, `cml:candidate` around the student's call and `cml:baseline` around the given
@@ -102,6 +109,7 @@ class Metric:
     expect_max: float | None = None
     points: float = 0.0
     requires: list[str] = field(default_factory=list)  # default: [performance].requires
+    max_kernels: int | None = None  # more distinct kernels in the call: 0 points for it
 
 
 @dataclass
@@ -373,19 +381,21 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
     if "performance" in doc:
         p = _Checker(file, "[performance]", doc["performance"])
         p.only(("points", "bench_args", "comparison", "requires", "full_credit_ratio",
-                "review_ratio"))
+                "review_ratio", "floor_margin"))
         comparison = p.string("comparison")
         if not comparison.strip():
             raise p.fail("[performance].comparison must name a comparison of the bench")
         full = p.number("full_credit_ratio", required=False, default=1.2, minimum=1.0)
         review = p.number("review_ratio", required=False, default=10.0, above=1.0)
+        floor_margin = p.number("floor_margin", required=False, default=FLOOR_MARGIN,
+                                minimum=1.0)
         if (lab.root / "solutions").is_dir() and not lab.solution_file.is_file():
             raise p.fail(f"[performance] is scored against the reference solution, and "
                          f"solutions/{lab.folder}/{lab.topic}.cu does not exist: add it "
                          "(python3 -m grader new-lab makes the pair) or remove [performance]")
         performance = Performance(p.number("points", minimum=0),
                                   p.strings("bench_args", required=False), comparison,
-                                  _requires(p, groups), full, review)
+                                  _requires(p, groups), full, review, floor_margin)
 
     metrics: list[Metric] = []
     for c in _tables(top, "metrics"):
@@ -395,7 +405,7 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
                              "kernel of the profiled call, whatever its name (use `call` and "
                              "`per_baseline`; grader/README.md)")
         c.only(("name", "target", "args", "metric", "per", "call", "per_baseline",
-                "expect_min", "expect_max", "points", "requires"))
+                "expect_min", "expect_max", "points", "requires", "max_kernels"))
         name = c.string("name")
         c.where = f"[[metrics]] '{name}'"
         if any(x.name == name for x in metrics):
@@ -436,15 +446,19 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
         # Like speed, metric points wait for correctness: by default the groups speed needs.
         requires = (_requires(c, groups) if "requires" in c.table
                     else list(performance.requires) if performance else [])
+        most = c.number("max_kernels", required=False, default=None, minimum=1)
+        if most is not None and not most.is_integer():
+            raise c.fail(f"{c.where}.max_kernels must be a whole number, not {most:g}")
         metrics.append(Metric(name, target, args, metric,
                               c.string("per", required=False, default=None), call,
-                              per_baseline, lo, hi, points, requires))
+                              per_baseline, lo, hi, points, requires,
+                              int(most) if most is not None else None))
 
     stretch = None
     if "stretch" in doc:
         t = _Checker(file, "[stretch]", doc["stretch"])
         t.only(("points", "comparison", "requires", "target_fraction", "floor_fraction",
-                "sanitizer_tests", "bonus"))
+                "sanitizer_tests", "bonus", "floor_margin"))
         comparison = t.string("comparison")
         if not comparison.strip():
             raise t.fail("[stretch].comparison must name a comparison of the bench")
@@ -454,7 +468,9 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
             raise t.fail(f"[stretch].floor_fraction ({floor:g}) must be below "
                          f"target_fraction ({target:g})")
         stretch = Stretch(t.number("points", minimum=0), comparison, _requires(t, groups),
-                          target, floor, t.string("sanitizer_tests", required=False), _bonus(t))
+                          target, floor, t.string("sanitizer_tests", required=False), _bonus(t),
+                          t.number("floor_margin", required=False, default=FLOOR_MARGIN,
+                                   minimum=1.0))
 
     static = StaticRules()
     if "static" in doc:

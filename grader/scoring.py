@@ -157,7 +157,7 @@ def _first_line(text: str) -> str:
 
 def metric_points(value: float | None, points: float, expect_min: float | None,
                   expect_max: float | None, missing_groups: Iterable[str] = (),
-                  problem: str = "") -> PointsScore:
+                  problem: str = "", source: str = "") -> PointsScore:
     """Points for one profiler metric of the student's call (always GRADED: a metric that
     could not be measured never reaches this).
 
@@ -165,11 +165,12 @@ def metric_points(value: float | None, points: float, expect_min: float | None,
     `problem` then says why in the student's terms (no kernel launched, no shared-memory
     access...). Points need `points` > 0, the groups the metric requires at full marks
     (`missing_groups` lists those that are not) and the value inside [expect_min,
-    expect_max] (either end may be open)."""
+    expect_max] (either end may be open). `source` names what the value was read from
+    ("kernel transpose_padded"), shown beside it."""
     missing = list(missing_groups)
     if value is None or not math.isfinite(value):
         return PointsScore(0.0, GRADED, problem or "Nothing was measured.")
-    shown = f"Measured {value:.4g}"
+    shown = f"Measured {value:.4g}" + (f" in {source}" if source else "")
     if points <= 0:
         return PointsScore(0.0, GRADED, f"{shown} (reported, not scored).")
     if missing:
@@ -379,9 +380,10 @@ def memory_safety_part(ms: "MemorySafety", runs: "SanitizerRuns | None",
 
 def performance_part(perf: "Performance", runs: "BenchRuns",
                      full_groups: set[str]) -> PartResult:
-    """Speed points: correctness first (the timed output verified, a kernel launched in every
-    timed call, the `requires` groups at full marks), then the harness's review flag, then
-    speed_points on the two speedups."""
+    """Speed points: a bench document that agrees with its own samples first (else nothing in
+    it is believed), correctness (the timed output verified, a kernel launched in every
+    timed call, the `requires` groups at full marks), then the harness's review flag and the
+    physical floor, then speed_points on the two speedups, recomputed from the samples."""
     part = PartResult("performance", "Performance", NOT_MEASURED, 0.0, perf.points)
     if runs.unmeasured:
         part.reason = runs.unmeasured
@@ -390,6 +392,8 @@ def performance_part(perf: "Performance", runs: "BenchRuns",
     if runs.failed:
         part.reason = f"No speed points: {runs.failed}"
         return part
+    if runs.altered:
+        return altered_part(part, runs)
     timing = runs.timing
     assert timing is not None
     s_speed, r_speed = timing.student_speedup, timing.reference_speedup
@@ -412,26 +416,60 @@ def performance_part(perf: "Performance", runs: "BenchRuns",
         part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
                         "review": runs.review}
         return part
+    too_fast, floor = benchdoc.floor_check(perf.comparison, runs.student_doc, runs.reference_doc,
+                                           perf.floor_margin)
+    if too_fast:
+        return below_floor_part(part, too_fast, floor,
+                                {"student_speedup": s_speed, "reference_speedup": r_speed})
     score = speed_points(s_speed or 0.0, r_speed or 0.0, perf.points, perf.full_credit_ratio,
                          perf.review_ratio)
     part.points, part.status = score.points, score.status
     part.reason = score.reason if score.points < perf.points else ""
     part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
-                    "time_ratio": score.time_ratio, "summary": score.reason}
+                    "time_ratio": score.time_ratio, "summary": score.reason, "floor": floor}
+    return part
+
+
+def altered_part(part: PartResult, runs: "BenchRuns") -> PartResult:
+    """A speed part whose bench document disagrees with its own samples: nothing in it is
+    believed, so no points, flagged for a person to look at."""
+    part.status, part.points = REVIEW, 0.0
+    part.reason = (f"Flagged for review: {runs.altered}. No speed points until a person has "
+                   "looked at it.")
+    part.details = {**part.details, "disagreements": list(runs.disagreements)}
+    return part
+
+
+def below_floor_part(part: PartResult, too_fast: str, floor: dict,
+                     details: dict | None = None) -> PartResult:
+    """A speed part whose candidate time is below the physical floor (benchdoc.floor_check):
+    impossible on this GPU, so flagged for review and not awarded."""
+    part.status, part.points = REVIEW, 0.0
+    part.reason = (f"Flagged for review: your kernel's median time, {too_fast}, which is not "
+                   "possible on this GPU; no speed points until a person has looked at it.")
+    part.details = {**part.details, **(details or {}), "floor": floor}
     return part
 
 
 def metric_part(entry: "Metric", run: "MetricRun", full_groups: set[str]) -> PartResult:
-    """One [[metrics]] entry: always reported; scored by metric_points when measured."""
+    """One [[metrics]] entry: always reported; scored by metric_points when measured. Points
+    it would earn while a kernel too small to decide lies outside the range (run.review) are
+    flagged for review instead."""
     part = PartResult("metric", entry.name, NOT_MEASURED, 0.0, entry.points,
                       run.unmeasured, run.details)
     if run.unmeasured:
         return part
     part.details["value"] = run.value
     score = metric_points(run.value, entry.points, entry.expect_min, entry.expect_max,
-                          missing_groups(entry.requires, full_groups), run.problem)
+                          missing_groups(entry.requires, full_groups), run.problem, run.source)
     part.status, part.points = score.status, score.points
     part.reason = score.reason if score.points < entry.points or entry.points <= 0 else ""
+    if run.review and score.points > 0:
+        part.status, part.points = REVIEW, 0.0
+        shown = f"{run.value:.4g}" + (f" in {run.source}" if run.source else "")
+        part.reason = (f"Flagged for review: measured {shown}, inside the range, but "
+                       f"{run.review}; no points for this metric until a person has looked "
+                       "at it.")
     return part
 
 
@@ -508,6 +546,8 @@ def stretch_part(stretch: "Stretch", runs: "BenchRuns", full_groups: set[str],
     if runs.failed or runs.student_doc is None:
         part.reason = f"No points: {runs.failed or 'your bench gave no timing.'}"
         return part
+    if runs.altered:
+        return altered_part(part, runs)
     comp = next((c for c in runs.student_doc.get("comparisons") or []
                  if isinstance(c, dict) and c.get("name") == stretch.comparison), None)
     missing = missing_groups(stretch.requires, full_groups)
@@ -538,12 +578,17 @@ def stretch_part(stretch: "Stretch", runs: "BenchRuns", full_groups: set[str],
         part.reason = ("Flagged for review: the bench's host-time cross-check says your timing "
                        f"cannot be trusted ({review}).")
         return part
+    too_fast, floor = benchdoc.floor_check(stretch.comparison, runs.student_doc,
+                                           runs.reference_doc, stretch.floor_margin)
+    if too_fast:
+        return below_floor_part(part, too_fast, floor)
     fraction = benchdoc.number(comp, "speedup", "median")
     score = fraction_points(fraction or 0.0, stretch.target_fraction, stretch.floor_fraction,
                             offered)
     part.points, part.status = score.points, score.status
     part.reason = score.reason if score.points < offered else ""
-    part.details = {**part.details, "fraction": fraction, "summary": score.reason}
+    part.details = {**part.details, "fraction": fraction, "summary": score.reason,
+                    "floor": floor}
     return part
 
 
@@ -552,6 +597,7 @@ __all__ = ["GRADED", "NOT_GRADED", "NOT_MEASURED", "REVIEW", "SpeedScore", "Poin
            "grade_totals", "leave_out_unmeasured", "not_graded_reason", "missing_groups",
            "Correctness", "correctness", "memory_safety_gate", "memory_safety_part",
            "performance_part", "metric_part", "rubric_parts", "finish_unfinished",
+           "altered_part", "below_floor_part",
            "not_graded_parts",
            "fraction_points", "stretch_part", "as_bonus", "bonus_offers", "stretch_name"]
 

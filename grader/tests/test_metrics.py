@@ -13,7 +13,7 @@ from unittest import mock
 
 from grader import measure, parsers, sandbox, scoring
 from grader.paths import ROOT, LabPaths
-from grader.result import GRADED, NOT_MEASURED
+from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import RubricError, load_rubric, parse_rubric
 if not (Path(__file__).parent / "lab_fixtures.py").is_file():
     # A student's copy (grader release) has no fixtures made from the solutions.
@@ -152,16 +152,23 @@ class NcuCommandTest(unittest.TestCase):
 
 class MetricPartTest(MetricRun):
     def test_every_kernel_of_the_call_counts_whatever_its_name(self):
+        # The padded transpose split into two kernels that both do the work (top and bottom
+        # half): each is judged, the worse decides, and the points stay.
         fake = FakeNcu({"cml:candidate/": log("ncu_two_kernels.csv")})
         m = lab06_metric(LOADS)
         part = self.measure(m, fake)
         rows = parsers.parse_ncu_log(log("ncu_two_kernels.csv")).rows
-        wavefronts = sum(parsers.ncu_metric(rows, m.metric, ""))
-        requests = sum(parsers.ncu_metric(rows, m.per, ""))
-        self.assertEqual(len({r["Kernel Name"] for r in rows}), 2)
+        halves = {}
+        for name in ("transpose_top_half", "transpose_bottom_half"):
+            mine = [r for r in rows if name in r["Kernel Name"]]
+            halves[name] = (sum(parsers.ncu_metric(mine, m.metric, ""))
+                            / sum(parsers.ncu_metric(mine, m.per, "")))
         self.assertEqual(part.details["kernels"], 8)  # 2 kernels x 4 calls
-        self.assertAlmostEqual(part.details["value"], wavefronts / requests)
-        self.assertAlmostEqual(part.details["value"], 1.0101, places=4)
+        self.assertAlmostEqual(part.details["value"], max(halves.values()))
+        self.assertAlmostEqual(part.details["value"], 1.0107, places=4)
+        self.assertIn("transpose_bottom_half", part.details["decided_by"])
+        self.assertEqual([(k["launches"], k["share"], k["significant"])
+                          for k in part.details["by_kernel"]], [(4, 0.5, True), (4, 0.5, True)])
         self.assertEqual((part.status, part.points, part.max_points), (GRADED, 4.0, 4.0))
         self.assertEqual(part.reason, "")
         self.assertEqual(len(fake.commands), 1)
@@ -289,16 +296,206 @@ class MetricPartTest(MetricRun):
         self.assertEqual(len(fake.commands), 1)  # both calls from one profiler run
         self.assertIn("Measured 0.03125 (reported, not scored).", part.reason)
 
-    def test_an_average_is_weighted_by_each_kernels_time(self):
+    def test_an_average_is_weighted_by_each_launchs_time(self):
         lab07 = load_rubric(LabPaths("07_occupancy", "07", "occupancy", ROOT))
         metric = lab07.metrics[0]
         text = ('"ID","Kernel Name","gpu__time_duration.sum",'
                 '"sm__warps_active.avg.pct_of_peak_sustained_active"\n"","","nsecond","%"\n'
-                '"0","chase_tuned_kernel","1,000,000","80"\n"1","setup(int)","10,000","20"\n')
+                '"0","chase_tuned_kernel","1,000,000","80"\n"1","setup(int)","10,000","65"\n'
+                '"2","chase_tuned_kernel","500,000","60"\n')
         part = self.measure(metric, FakeNcu({"cml:candidate/": text}),
                             groups={g.name for g in lab07.correctness})
-        self.assertAlmostEqual(part.details["value"], (80e6 + 20e4) / 1.01e6)
+        # The chase's two launches weighted by their time; the setup kernel (0.7% of the
+        # time) does not decide.
+        self.assertAlmostEqual(part.details["value"], (80e6 + 30e6) / 1.5e6)
+        self.assertEqual(part.details["decided_by"], "chase_tuned_kernel")
         self.assertEqual(part.points, 5.0)
+        self.assertEqual(part.details["outliers"], [])
+
+
+def ncu_log(columns: list[str], units: list[str], launches: list[tuple], calls: int = 4) -> str:
+    """An ncu raw page of a profiled call made `calls` times: each call launches the
+    kernels of `launches` ((kernel name, value of each column), in order)."""
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerows([["ID", "Kernel Name", *columns], ["", "", *units]])
+    for i in range(calls):
+        for j, (kernel, *values) in enumerate(launches):
+            writer.writerow([str(i * len(launches) + j), kernel,
+                             *(f"{v:,}" if isinstance(v, int) else str(v) for v in values)])
+    return out.getvalue()
+
+
+LAB02 = LabPaths("02_coalescing", "02", "coalescing", ROOT)
+LAB07 = LabPaths("07_occupancy", "07", "occupancy", ROOT)
+SECTORS = ["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+           "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]
+OCCUPANCY = ["gpu__time_duration.sum", "sm__warps_active.avg.pct_of_peak_sustained_active"]
+SHARED_LD = ["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+             "smsp__inst_executed_op_shared_ld.sum"]
+REQUESTS = 32768  # shared load instructions of one 1024 x 1024 transpose (32 x 8 threads)
+
+
+class KernelsOfTheCallTest(MetricRun):
+    """A metric follows the kernels that do the work: each kernel of the call is judged and
+    the worst that carries a tenth of the work decides, so a kernel added beside the work
+    never improves it (the three seen on an H100), while work split over two kernels keeps
+    its points. The old reading, one value over all the call's kernels together, is shown
+    passing each trick."""
+
+    def lab(self, paths: LabPaths, prefix: str):
+        rubric = load_rubric(paths)
+        return (next(m for m in rubric.metrics if m.name.startswith(prefix)),
+                {g.name for g in rubric.correctness})
+
+    def run_call(self, metric, groups, columns, units, launches):
+        text = ncu_log(columns, units, launches)
+        rows = parsers.parse_ncu_log(text).rows
+        together = parsers.ncu_aggregate(rows, metric.metric)
+        if metric.per:
+            together /= parsers.ncu_aggregate(rows, metric.per)
+        return self.measure(metric, FakeNcu({"cml:candidate/": text}), groups), together
+
+    def inside(self, metric, value: float) -> bool:
+        return ((metric.expect_min is None or value >= metric.expect_min)
+                and (metric.expect_max is None or value <= metric.expect_max))
+
+    def test_lab06_a_conflict_free_dummy_beside_a_conflicted_transpose(self):
+        metric, groups = lab06_metric(LOADS), GROUPS
+        conflicted = ("(anonymous namespace)::transpose_conflicted(const float *, float *, "
+                      "int, int)", 32 * REQUESTS, REQUESTS)
+        for times in (2, 400):  # the dummy's shared loads per transpose load
+            dummy = ("warm_banks(float *, int)", times * REQUESTS, times * REQUESTS)
+            with self.subTest(dummy_loads=times):
+                part, together = self.run_call(metric, groups, SHARED_LD, ["", "inst"],
+                                               [conflicted, dummy])
+                self.assertEqual(part.points, 0.0)
+                if times == 2:  # a third of the work: the transpose decides
+                    self.assertEqual(part.status, GRADED)
+                    self.assertEqual(part.details["value"], 32.0)
+                    self.assertIn("Measured 32 in kernel transpose_conflicted, the worst of the "
+                                  "2 that carry at least 10% of the call's work; full points "
+                                  "need a value of at most 1.1.", part.reason)
+                else:  # thinned out to 0.25% of the loads: it cannot pass unseen
+                    self.assertTrue(self.inside(metric, together), together)  # the old reading
+                    self.assertEqual(part.status, REVIEW)
+                    self.assertIn("kernel transpose_conflicted measured 32 with 0.2% of the "
+                                  "call's work, outside the range", part.reason)
+                    self.assertEqual(part.details["outliers"][0]["value"], 32.0)
+
+    def test_lab06_the_lower_bound_is_judged_by_the_smallest_kernel(self):
+        metric = lab06_metric("Shared load instructions per global store instruction")
+        columns = ["smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_global_st.sum"]
+        part, together = self.run_call(metric, GROUPS, columns, ["inst", "inst"], [
+            ("transpose_padded(const float *, float *, int, int)", REQUESTS, REQUESTS),
+            ("copy_without_shared(const float *, float *, int)", 0, REQUESTS)])
+        self.assertEqual((part.status, part.points), (GRADED, 0.0))
+        self.assertEqual(part.details["value"], 0.0)
+        self.assertEqual(part.details["decided_by"], "copy_without_shared(const float *, "
+                                                     "float *, int)")
+
+    def test_lab02_a_coalesced_dummy_beside_a_strided_kernel(self):
+        metric, groups = self.lab(LAB02, "Sectors per load request, your coalesced")
+        strided = ("copy_rows_strided(const float *, float *, int, int)", 32 * 65536, 65536)
+        for times in (3, 100):
+            dummy = ("touch(const float *, float *, int)", 4 * times * 65536, times * 65536)
+            with self.subTest(dummy_requests=times):
+                part, together = self.run_call(metric, groups, SECTORS, ["sector", "request"],
+                                               [strided, dummy])
+                self.assertEqual(part.points, 0.0)
+                if times == 3:
+                    self.assertEqual((part.status, part.details["value"]), (GRADED, 32.0))
+                    self.assertIn("copy_rows_strided", part.details["decided_by"])
+                else:
+                    self.assertTrue(self.inside(metric, together), together)
+                    self.assertEqual(part.status, REVIEW)
+                    self.assertIn("kernel copy_rows_strided measured 32", part.reason)
+
+    def test_lab07_an_occupancy_filler_beside_an_untuned_chase(self):
+        metric, groups = self.lab(LAB07, "Achieved occupancy of your tuned chase")
+        chase = ("chase_kernel(const unsigned int *, unsigned int *, int, int)", 1000000, 25.0)
+        for times in (2, 20):  # the filler's time per chase time
+            filler = ("fill_sms(int)", times * 1000000, 99.0)
+            with self.subTest(filler_time=times):
+                part, together = self.run_call(metric, groups, OCCUPANCY, ["nsecond", "%"],
+                                               [chase, filler])
+                self.assertTrue(self.inside(metric, together), together)
+                self.assertEqual(part.points, 0.0)
+                if times == 2:
+                    self.assertEqual((part.status, part.details["value"]), (GRADED, 25.0))
+                    self.assertIn("Measured 25 in kernel chase_kernel", part.reason)
+                else:
+                    self.assertEqual(part.status, REVIEW)
+                    self.assertIn("kernel chase_kernel measured 25 with 4.8% of the call's work",
+                                  part.reason)
+
+    def test_fair_work_split_over_two_kernels_keeps_its_points(self):
+        lab02, groups02 = self.lab(LAB02, "Sectors per load request, your coalesced")
+        lab07, groups07 = self.lab(LAB07, "Achieved occupancy of your tuned chase")
+        cases = [
+            (lab02, groups02, SECTORS, ["sector", "request"],
+             [("copy_rows(const float *, float *, int, int)", 4 * 40000, 40000),
+              ("copy_tail_rows(const float *, float *, int, int)", 4 * 25536, 25536)], 4.0),
+            (lab07, groups07, OCCUPANCY, ["nsecond", "%"],
+             [("chase_first_half(const unsigned int *, unsigned int *, int)", 600000, 71.5),
+              ("chase_second_half(const unsigned int *, unsigned int *, int)", 500000, 74.0)],
+             71.5),
+            (lab06_metric(STORES), GROUPS,
+             ["l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+              "smsp__inst_executed_op_shared_st.sum"], ["", "inst"],
+             [("transpose_top_half(const float *, float *, int, int)", 16384, 16384),
+              ("transpose_bottom_half(const float *, float *, int, int)", 16390, 16384)],
+             16390 / 16384)]
+        for metric, groups, columns, units, launches, value in cases:
+            with self.subTest(metric=metric.name):
+                part, _ = self.run_call(metric, groups, columns, units, launches)
+                self.assertEqual((part.status, part.points), (GRADED, metric.points))
+                self.assertAlmostEqual(part.details["value"], value)
+                self.assertTrue(all(k["significant"] for k in part.details["by_kernel"]))
+
+    def test_a_small_helper_kernel_does_not_decide_and_is_seen_by_a_person(self):
+        metric, groups = self.lab(LAB07, "Achieved occupancy of your tuned chase")
+        chase = ("chase_tuned(const unsigned int *, unsigned int *, int)", 1000000, 80.0)
+        for helper, status in ((("reset_counters(int)", 8000, 70.0), GRADED),
+                               (("reset_counters(int)", 8000, 12.0), REVIEW)):
+            with self.subTest(helper_occupancy=helper[2]):
+                part, _ = self.run_call(metric, groups, OCCUPANCY, ["nsecond", "%"],
+                                        [chase, helper])
+                self.assertEqual(part.details["value"], 80.0)
+                self.assertEqual(part.status, status)
+                self.assertEqual(part.points, 5.0 if status == GRADED else 0.0)
+
+    def test_a_reported_metric_or_a_total_is_the_whole_call(self):
+        metric = lab06_metric("Shared-memory wavefronts per load instruction, conflicted")
+        self.assertIsNone(metric.expect_max)
+        rows = parsers.parse_ncu_log(ncu_log(SHARED_LD, ["", "inst"], [
+            ("a(int)", 32 * REQUESTS, REQUESTS), ("b(int)", REQUESTS, REQUESTS)])).rows
+        details: dict = {}
+        self.assertEqual(measure.judge_kernels(rows, metric, 16.5, details=details), 16.5)
+        self.assertIsNone(details["decided_by"])
+        self.assertEqual([k["value"] for k in details["by_kernel"]], [32.0, 1.0])
+
+    def test_more_kernels_than_the_rubric_allows_earn_nothing(self):
+        metric, groups = self.lab(LAB02, "Sectors per load request, your coalesced")
+        metric.max_kernels = 1
+        launches = [("copy_rows(const float *, float *, int, int)", 4 * 40000, 40000),
+                    ("copy_tail_rows(const float *, float *, int, int)", 4 * 25536, 25536)]
+        part, _ = self.run_call(metric, groups, SECTORS, ["sector", "request"], launches)
+        self.assertEqual((part.status, part.points), (GRADED, 0.0))
+        self.assertEqual(part.reason, "Your code launched 2 different kernels in the profiled "
+                         "call (copy_rows, copy_tail_rows); this metric allows at most 1, so "
+                         "it earns nothing.")
+        metric.max_kernels = 2
+        part, _ = self.run_call(metric, groups, SECTORS, ["sector", "request"], launches)
+        self.assertEqual(part.points, metric.points)
+
+    def test_kernel_labels(self):
+        self.assertEqual(measure.kernel_label(
+            "(anonymous namespace)::transpose_padded(const float *, float *, int, int)"),
+            "transpose_padded")
+        self.assertEqual(measure.kernel_label("void tiled_kernel<32>(const float *, int)"),
+                         "tiled_kernel<32>")
+        self.assertEqual(measure.kernel_label("chase"), "chase")
 
 
 class Lab06ThresholdsTest(MetricRun):
@@ -401,6 +598,20 @@ points = 5
         self.rejects("per_baseline = 1\n", "per_baseline must be true or false")
         self.rejects('target = "tests"\nper_baseline = true\n', "need target = \"bench\"")
         self.assertTrue(self.parse("per_baseline = true\n").metrics[0].per_baseline)
+
+    def test_max_kernels_and_the_floor_margin(self):
+        self.assertIsNone(self.parse().metrics[0].max_kernels)
+        self.assertEqual(self.parse("max_kernels = 2\n").metrics[0].max_kernels, 2)
+        self.rejects("max_kernels = 0\n", "max_kernels must be at least 1")
+        self.rejects("max_kernels = 1.5\n", "max_kernels must be a whole number")
+        self.rejects('max_kernels = "2"\n', "max_kernels must be a number")
+        self.assertEqual(self.parse().performance.floor_margin, 1.1)
+        base = self.BASE.replace('requires = ["Kernel"]\n[[metrics]]',
+                                 'requires = ["Kernel"]\nfloor_margin = 1.3\n[[metrics]]')
+        self.assertEqual(parse_rubric(self.LAB, base).performance.floor_margin, 1.3)
+        with self.assertRaises(RubricError) as ctx:
+            parse_rubric(self.LAB, base.replace("1.3", "0.9"))
+        self.assertIn("[performance].floor_margin must be at least 1", str(ctx.exception))
 
     def test_no_lab_scores_a_raw_counter_against_exactly_zero(self):
         for lab in ("01_warp_sizing", "02_coalescing", "03_shared_memory", "04_tiled_matmul",

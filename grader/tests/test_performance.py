@@ -18,7 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
 
-from grader import measure, parsers, scoring
+from grader import benchdoc, measure, parsers, scoring
 from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import Performance
 
@@ -155,6 +155,93 @@ class PerformanceTest(unittest.TestCase):
         part, _ = self.grade(load("verified.json"), reference=ref)
         self.assertEqual(part.status, NOT_MEASURED)
         self.assertIn("the reference's timed kernel was wrong", part.reason)
+
+    def test_a_rewritten_speedup_is_flagged_and_not_believed(self):
+        # A static destructor that rewrote the document's median speedup after the harness
+        # wrote it: the samples still say 1.54x.
+        doc = load("verified.json")
+        doc["comparisons"][0]["speedup"]["median"] = 15.4
+        part, timing = self.grade(doc)
+        self.assertEqual((part.status, part.points), (REVIEW, 0.0))
+        self.assertIn("the bench document's figures disagree with its own samples: it was "
+                      "altered; not believed", part.reason)
+        self.assertIn("speedup median is 15.4, its samples give 1.5425539", part.reason)
+        self.assertEqual(len(part.details["disagreements"]), 1)
+        self.assertAlmostEqual(timing.student_speedup, 1.54255396, places=7)
+
+    def test_an_altered_document_comes_before_its_own_verdicts(self):
+        doc = load("mismatch.json")
+        doc["comparisons"][0]["candidate"]["ms"]["samples"][0] = 1.0
+        part, _ = self.grade(doc, groups=())
+        self.assertEqual(part.status, REVIEW)
+        self.assertIn("not believed", part.reason)
+
+    def test_scoring_uses_the_recomputed_speedup(self):
+        # Summaries nudged within the printed precision are believed, and the score is made
+        # from the samples: the same points as the exact document.
+        doc = load("verified.json")
+        doc["comparisons"][0]["speedup"]["median"] *= 1 + 5e-7
+        part, timing = self.grade(doc)
+        self.assertEqual((part.status, part.points), (GRADED, 20))
+        comp = doc["comparisons"][0]
+        ratios = benchdoc.pair_ratios(comp["baseline"]["ms"]["samples"],
+                                      comp["candidate"]["ms"]["samples"])
+        self.assertEqual(timing.student_speedup, benchdoc.sample_stats(ratios)["median"])
+        self.assertNotEqual(timing.student_speedup, doc["comparisons"][0]["speedup"]["median"])
+
+    def test_a_reference_that_disagrees_with_itself_is_not_measured(self):
+        ref = load("reference.json")
+        ref["comparisons"][0]["speedup"]["median"] = 3.0
+        part, _ = self.grade(load("verified.json"), reference=ref)
+        self.assertEqual(part.status, NOT_MEASURED)
+        self.assertIn("a grader problem", part.reason)
+
+    def with_limits(self, doc: dict, fp32_gflops: float = 60000.0) -> dict:
+        doc["limits"] = {"copy_gbytes_per_s": 3000.0, "fp32_gflops": fp32_gflops,
+                         "copy_method": "copy kernel", "fp32_method": "FMA chains"}
+        return doc
+
+    def impossibly_fast(self) -> dict:
+        """verified.json with every candidate time an eighth: 1.89 ms for 137 GFLOP (72
+        TFLOP/s), 12.3x the baseline's speed (the reference's 1.54x is not 10x below it)."""
+        doc = load("verified.json")
+        comp = doc["comparisons"][0]
+        comp["candidate"]["ms"]["samples"] = [x / 8 for x in comp["candidate"]["ms"]["samples"]]
+        fresh, _ = benchdoc.recompute(doc)  # a document consistent with those samples
+        doc["comparisons"][0] = fresh["comparisons"][0]
+        return doc
+
+    def test_a_time_below_the_physical_floor_is_flagged(self):
+        part, _ = self.grade(self.with_limits(self.impossibly_fast()),
+                             reference=self.with_limits(load("reference.json")))
+        self.assertEqual((part.status, part.points), (REVIEW, 0.0))
+        self.assertIn("1.89 ms is below the 2.29 ms the GPU needs to do 137 GFLOP at its "
+                      "measured FP32 rate of 60.0 TFLOP/s", part.reason)
+        self.assertTrue(part.details["floor"]["checked"])
+        self.assertAlmostEqual(part.details["student_speedup"], 8 * 1.54255396, places=5)
+
+    def test_without_limits_the_floor_is_not_checked(self):
+        part, _ = self.grade(self.impossibly_fast())  # an older bench: no limits
+        self.assertEqual((part.status, part.points), (GRADED, 20))
+        self.assertEqual(part.details["floor"], {"checked": False,
+                                                 "why": "the bench reported no measured limits"})
+        part, _ = self.grade(load("verified.json"))
+        self.assertEqual(part.points, 20)
+        self.assertFalse(part.details["floor"]["checked"])
+
+    def test_a_fair_time_above_the_floor_is_scored(self):
+        part, _ = self.grade(self.with_limits(load("verified.json")),
+                             reference=self.with_limits(load("reference.json")))
+        self.assertEqual((part.status, part.points), (GRADED, 20))
+        self.assertTrue(part.details["floor"]["checked"])
+        self.assertAlmostEqual(part.details["floor"]["floor_ms"], 2.2906492, places=6)
+
+    def test_the_rubric_sets_the_floor_margin(self):
+        perf = self.rubric.performance
+        perf.floor_margin = 1.25  # 1.89 ms is above 2.29 ms / 1.25
+        part, _ = self.grade(self.with_limits(self.impossibly_fast()),
+                             reference=self.with_limits(load("reference.json")))
+        self.assertEqual((part.status, part.points), (GRADED, 20))
 
     def test_old_schema_is_refused(self):
         doc = load("verified.json")

@@ -99,7 +99,7 @@ class BonusRubricTest(unittest.TestCase):
 class StretchPartTest(unittest.TestCase):
     """The [stretch] part from a bench run: correctness first, then the fraction."""
 
-    def _part(self, comp=None, failed="", full=("Bonus",), sanitizer_clean=True):
+    def _part(self, comp=None, failed="", full=("Bonus",), sanitizer_clean=True, **runs_kw):
         from grader.measure import BenchRuns, SanitizerRuns
         from grader.parsers import SanitizerSummary
         from grader.rubric import Stretch
@@ -108,7 +108,7 @@ class StretchPartTest(unittest.TestCase):
                           target_fraction=0.6, floor_fraction=0.2,
                           sanitizer_tests="[s]", bonus=True)
         doc = None if comp is None else {"comparisons": [comp]}
-        runs = BenchRuns(failed=failed, student_doc=doc)
+        runs = BenchRuns(failed=failed, student_doc=doc, **runs_kw)
         summary = mock.Mock(spec=SanitizerSummary)
         san = SanitizerRuns(summaries=[summary])
         with mock.patch("grader.scoring.sanitizer_points") as sp:
@@ -116,10 +116,29 @@ class StretchPartTest(unittest.TestCase):
             return stretch_part(stretch, runs, set(full), san)
 
     @staticmethod
-    def _comp(fraction):
+    def _comp(fraction, ms=None):
         return {"name": "register_tiled", "speedup": {"median": fraction},
                 "candidate": {"verification": {"checked": True, "passed": True},
-                              "launches": {"min": 1, "max": 1}}}
+                              "launches": {"min": 1, "max": 1}, "ms": {"median": ms},
+                              "flop": 137438953472.0, "bytes": 201326592}}
+
+    def test_an_altered_document_is_flagged(self):
+        part = self._part(self._comp(0.78), altered="the bench document's figures disagree "
+                          "with its own samples: it was altered; not believed (x)",
+                          disagreements=["x"])
+        self.assertEqual((part.status, part.points), (REVIEW, 0.0))
+        self.assertIn("altered; not believed", part.reason)
+        self.assertEqual(part.details["disagreements"], ["x"])
+
+    def test_a_time_below_the_physical_floor_is_flagged(self):
+        limits = {"copy_gbytes_per_s": 3000.0, "fp32_gflops": 60000.0}
+        reference = {"limits": limits, "comparisons": [self._comp(0.8, ms=3.4)]}
+        part = self._part(self._comp(1.4, ms=1.9), reference_doc=reference)
+        self.assertEqual((part.status, part.points), (REVIEW, 0.0))
+        self.assertIn("1.90 ms is below the 2.29 ms the GPU needs", part.reason)
+        part = self._part(self._comp(0.78, ms=3.5), reference_doc=reference)
+        self.assertEqual((part.status, part.points), (GRADED, 6.0))
+        self.assertTrue(part.details["floor"]["checked"])
 
     def test_full_points_at_the_target_on_top_of_the_maximum(self):
         part = self._part(self._comp(0.78))
