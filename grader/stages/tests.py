@@ -25,7 +25,8 @@ TEST_KINDS = ("tests_student", "hidden_student")
 @dataclass
 class RunPlace:
     """Where the student's code runs from here on: a jail that holds only its binaries (at
-    /cml/bin), the run folder (at /cml/run) and, for GPU work, the device nodes."""
+    /cml/bin) and, for GPU work, the device nodes; each process adds a new folder of its
+    own, made in `run_dir` (at /cml/work)."""
 
     run_dir: Path
     jail: sandbox.Jail
@@ -52,9 +53,12 @@ def prepare(job: LabJob, binaries: dict[str, Path | None]) -> tuple[RunPlace, li
     if trees.identity is not None:
         workspace.lock_down(trees.src, trees.build, [job.lab])
     run_dir = trees.work / "run" / job.lab.folder
-    shutil.rmtree(run_dir, ignore_errors=True)  # never read a report left by an earlier run
-    sandbox.make_shared_dir(run_dir, trees.identity)
-    jail = sandbox.Jail(gpu=job.has_gpu).add(run_dir, sandbox.JAIL_ROOT + "/run", writable=True)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    # The grader's: each process gets a new folder of its own in it (sandbox.run's `fresh`),
+    # shown in the jail as /cml/work; the student's user cannot write beside them.
+    run_dir.mkdir(parents=True)
+    run_dir.chmod(0o711)
+    jail = sandbox.Jail(gpu=job.has_gpu)
     for kind in ("tests_student", "hidden_student", "bench_student"):
         if binaries[kind]:
             jail.add(binaries[kind], f"{sandbox.JAIL_ROOT}/bin/{binaries[kind].name}")
@@ -73,7 +77,7 @@ def _layer_section(job: LabJob, layer: str) -> Iterator[None]:
 def run(job: LabJob, place: RunPlace, canonical: list[Case]) -> TestRuns:
     """The host layer, then (with a GPU, inside the GPU section) the GPU layer, each within
     a time limit of its own. Within a layer the binaries (public, hidden) run at the same
-    time, each with a Runner of its own (its own report names and re-runs); what they find
+    time, each with a Runner of its own (its own processes and re-runs); what they find
     is taken in the order of TEST_KINDS, as if they had run one after another."""
     trees = job.trees
     found = TestRuns(canonical)
@@ -93,7 +97,7 @@ def run(job: LabJob, place: RunPlace, canonical: list[Case]) -> TestRuns:
                     continue
                 runner = Runner(place.run_dir, trees.run_env, trees.identity, job.seed,
                                 job.test_timeout, jail=place.jail, deadline=deadline,
-                                report_stem=f"report-{layer}-{kind}", stop=stop)
+                                stop=stop)
                 job.say(f"{job.lab.folder}: running {layer} tests ({binary.name})")
                 todo.append((runner, binary, expected))
             done = parallel.run_all(
