@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .. import parallel, sandbox, workspace
+from ..result import CRASHED, FAILED, PASSED, TIMEOUT
 from ..testrun import Case, CaseRun, Runner, list_cases
 from .job import STAGE_BUDGET, LabJob
 
@@ -103,25 +104,36 @@ def run(job: LabJob, place: RunPlace, canonical: list[Case]) -> TestRuns:
             done = parallel.run_all(
                 [functools.partial(r.run_layer, b, spec, e) for r, b, e in todo], stop=stop)
             for (runner, binary, _), (runs, outcome) in zip(todo, done):
+                output = getattr(outcome, "output_tail", "").rstrip()
+                if binary == place.binaries.get("hidden_student"):
+                    # what code in the student's process printed while hidden tests ran
+                    # could quote them: the log, too, keeps none of it
+                    output = HIDDEN_OUTPUT if output else ""
                 job.log(f"----- {job.lab.folder}: {layer} tests ({binary.name}) output -----\n"
-                        + getattr(outcome, "output_tail", "").rstrip())
+                        + output)
                 found.runs.update(runs)
                 found.log += runner.log
     for case_run in found.runs.values():
         case_run.messages = shown_messages(case_run.messages, "hidden" in case_run.tags,
-                                           trees.src)
+                                           trees.src, case_run.status)
     return found
 
 
-def shown_messages(messages: list[str], hidden: bool, src: Path) -> list[str]:
-    """Messages as the student may see them: work-tree paths made relative; for hidden
-    tests, no line of the hidden test's source (only what the checks themselves report)."""
+HIDDEN_OUTPUT = "(the output of the hidden tests' binary is not kept)"
+HIDDEN_NOTICES = {
+    FAILED: "a hidden case failed; hidden cases show no details",
+    CRASHED: "a hidden case crashed the test process; hidden cases show no details",
+    TIMEOUT: "a hidden case did not finish in time; hidden cases show no details",
+}
+
+
+def shown_messages(messages: list[str], hidden: bool, src: Path, status: str = FAILED
+                   ) -> list[str]:
+    """Messages as the student may see them: work-tree paths made relative. A hidden case
+    shows none of its own (an assertion's text, a file name, anything its process printed:
+    code in the student's process can read the hidden binary's memory and throw it), only
+    a fixed sentence for its status; a passed one shows nothing."""
+    if hidden:
+        return [] if status == PASSED else [HIDDEN_NOTICES.get(status, HIDDEN_NOTICES[FAILED])]
     prefix = str(src) + os.sep
-    shown = []
-    for msg in messages:
-        if hidden and (prefix + "solutions" in msg or "solutions/" in msg.split(":", 1)[0]):
-            continue
-        shown.append(msg.replace(prefix, ""))
-    if hidden and len(shown) < len(messages):
-        shown.append("(the hidden test's own source lines are not shown)")
-    return shown
+    return [msg.replace(prefix, "") for msg in messages]
