@@ -60,8 +60,9 @@ note("end")
 sys.exit(99 if plan == "errors" else 0)
 '''
 
-# A Catch2 test binary: SPEC -r xml -o REPORT ... (REPORT: /dev/fd/N, the grader's pipe); its cases (name, tags, how) come from
-# FAKE_CASES[its own name]; how: pass, fail, slow (1 s, then passes), crash, hang.
+# A Catch2 test binary: SPEC -r xml -o REPORT ... (REPORT: /dev/fd/N, the grader's pipe);
+# its cases (name, tags, how) come from FAKE_CASES[its own name]; how: pass, fail, slow
+# (1 s, then passes), crash, hang.
 FAKE_TESTS = r'''
 import json, os, signal, sys, time
 from xml.sax.saxutils import quoteattr
