@@ -11,10 +11,15 @@ checkout, solutions/, hidden test sources, other submissions and the grader's ou
 not exist in it. Where bubblewrap is missing or cannot run, `isolation()` says so and
 grading goes on with the weaker protection (identity and limits only), visibly.
 
+A jailed program (a test binary, the bench) also runs under a seccomp filter
+(grader/seccomp.py) where libseccomp is found; `isolation()` says when it is not.
+
 Output goes to a file (never a pipe a child could hold open) and only the tail is kept, for
-the log: results are read from files the grader asks for, never from what the process
-prints. See grader/README.md, "The sandbox", and, for where the jail sits among the
-grader's other walls, docs/architecture.md, "Trust boundaries".
+the log. Results are never read from what the process prints, nor from a file it could
+rewrite: each document (a test report, a bench document, a tool's log) comes through a
+`Channel`, a pipe the grader holds and reads while the process runs. Each process can get a
+fresh folder of its own (`fresh`), removed after. See grader/README.md, "The sandbox" and
+"Threat model", and docs/architecture.md, "Trust boundaries".
 """
 
 from __future__ import annotations
