@@ -109,6 +109,11 @@ function(cml_add_lab)
     endif()
     foreach(t IN LISTS test_targets)
       target_include_directories(${t} PRIVATE "${lab_dir}/tests")
+      # __FILE__ in an assertion names its file from the source root (labs/..., solutions/...),
+      # never the folder the tree was built in (a grader's work folder or reference cache).
+      target_compile_options(${t} PRIVATE
+        "$<$<COMPILE_LANGUAGE:CXX>:-ffile-prefix-map=${PROJECT_SOURCE_DIR}/=>"
+        "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Xcompiler -ffile-prefix-map=${PROJECT_SOURCE_DIR}/=>")
     endforeach()
     cml_count_launches(${test_targets})  # cml::launch_count() sees every kernel launch
 

@@ -91,5 +91,39 @@ def close_cut_report(text: str) -> str | None:
     return head + "".join(f"</{tag}>" for tag in reversed(still_open))
 
 
+COMPLETE, CUT, ALTERED = "complete", "cut", "altered"
+ALTERED_MESSAGE = ("the test report was altered after the tests ended (or written twice): "
+                   "not believed")
+
+
+def report_state(text: str) -> str:
+    """How a report read from the grader's pipe ended: COMPLETE (one well-formed document,
+    nothing but whitespace after it), CUT (a well-formed start that stops early, or nothing:
+    the process ended mid-run) or ALTERED (not well-formed, or anything after the end of the
+    document, such as a second one: someone wrote into the report besides Catch2)."""
+    if not text.strip():
+        return CUT
+    if not text.lstrip().startswith("<"):
+        return ALTERED
+    parser = ET.XMLPullParser(events=("start", "end"))
+    depth, root, closed = 0, "", False
+    try:
+        parser.feed(text)
+        for event, element in parser.read_events():
+            root = root or element.tag
+            depth += 1 if event == "start" else -1
+            closed = closed or (event == "end" and depth == 0)
+    except ET.ParseError:
+        return ALTERED
+    if not closed:
+        return CUT
+    try:
+        parser.close()
+    except ET.ParseError:
+        return ALTERED
+    # Comments and processing instructions may follow a document's root; not here.
+    return COMPLETE if text.rstrip().endswith(f"</{root}>") else ALTERED
+
+
 def read_catch_xml(path: Path) -> list[CaseResult]:
     return parse_catch_xml(path.read_text(errors="replace"))

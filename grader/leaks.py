@@ -12,11 +12,15 @@ another door (an exception message, a compiler's echo of an included line).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .result import LabResult
 
+# The temporary tree the reference cache builds in (grader/refcache.py: <cache>/tmp/fill-XXXX/
+# src/labs/...): a path into it reads from the repository's root, as `labs/...`.
+_CACHE_BUILD = re.compile(r"(?:/[^/\s'\"():,;=]+)*/fill-[A-Za-z0-9_]+/(?:src|build)/")
 MIN_SECRET = 16  # shorter lines ("}", "return out;") say nothing and are everywhere
 NOTICE = "[withheld: text from the grader's hidden tests or reference]"
 
@@ -55,6 +59,7 @@ class Secrets:
     def scrub(self, text: str) -> str:
         for folder in self.folders:
             text = text.replace(folder + os.sep, "").replace(folder, "<grader>")
+        text = _CACHE_BUILD.sub("", text)
         if not self.lines:
             return text
         out = []

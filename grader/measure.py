@@ -8,6 +8,7 @@ measurement's `unmeasured` reason set ("not measured": no points either way).
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 import time
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import benchdoc, parallel, parsers, sandbox
+from . import benchdoc, parallel, parsers, sandbox, seccomp
 from .result import Timing
 from .rubric import MemorySafety, Metric, Performance
 from .tools import find_tool
@@ -34,21 +35,16 @@ REFUSED_RE = re.compile(r"ERR_NVGPUCTRPERM|permission|not supported on this|"
 class Context:
     """What a measurement needs to run the student's binaries."""
 
-    run_dir: Path
+    run_dir: Path  # the grader's folder; each process gets a new one of its own in it
     env: dict[str, str]
     identity: sandbox.Identity | None
     seed: int
     timeout: float
     binary: Callable[[str], Path | None]  # "tests_student" -> path, None if not built
-    counter: list[int]
     jail: sandbox.Jail | None = None  # where the student's binaries run (grader/sandbox.py)
     # time.monotonic() after which no more GPU work of this lab may start: one submission
     # can never hold the GPU (and a batch's GPU lock) past the lab's GPU time limit
     deadline: float = math.inf
-
-    def next_file(self, stem: str, suffix: str) -> Path:
-        self.counter[0] += 1
-        return self.run_dir / f"{stem}-{self.counter[0]}{suffix}"
 
     def limit(self, seconds: float) -> float:
         """A stage's time limit, cut to what is left of the lab's GPU time (at least 1 s, so
@@ -83,13 +79,9 @@ def memory_safety(ms: MemorySafety, ctx: Context,
     outcomes = parallel.run_all([functools.partial(_run_sanitizer, p, ctx) for p in planned])
     for tool in ms.tools:
         combined: parsers.SanitizerSummary | None = None
-        for one, out in zip(planned, outcomes):
+        for one, (out, text) in zip(planned, outcomes):
             if one.tool != tool:
                 continue
-            try:
-                text = one.log.read_text(errors="replace")
-            except OSError:
-                text = ""
             if not text.strip() and REFUSED_RE.search(out.output_tail):
                 return SanitizerRuns(unmeasured="Not measured: compute-sanitizer refused to "
                                      f"run here ({_first(out.output_tail)}); no points "
@@ -109,28 +101,38 @@ def memory_safety(ms: MemorySafety, ctx: Context,
 
 @dataclass
 class _SanitizerRun:
-    """One compute-sanitizer invocation: a tool on one binary, with its own files."""
+    """One compute-sanitizer invocation: a tool on one binary."""
 
     tool: str
     kind: str
-    log: Path
-    cmd: list[str]
+    sanitizer: str
+    binary: Path
+    spec: str
+
+    def command(self, log: str, report: str, seed: int) -> list[str]:
+        """Its command line, the tool's log written to `log`, the tests' report to `report`."""
+        return [self.sanitizer, *SANITIZER_OPTIONS.get(self.tool, ["--tool", self.tool]),
+                "--error-exitcode", "99", "--log-file", log, str(self.binary), self.spec,
+                "-r", "xml", "-o", report, "--rng-seed", str(seed)]
 
 
 def _sanitizer_run(sanitizer: str, tool: str, kind: str, spec: str, binary: Path,
                    ctx: Context) -> _SanitizerRun:
-    log = ctx.next_file(f"sanitizer-{tool}", ".log")
-    report = ctx.next_file(f"sanitizer-{tool}", ".xml")
-    cmd = [sanitizer, *SANITIZER_OPTIONS.get(tool, ["--tool", tool]),
-           "--error-exitcode", "99", "--log-file", str(log), str(binary), spec,
-           "-r", "xml", "-o", str(report), "--rng-seed", str(ctx.seed)]
-    return _SanitizerRun(tool, kind, log, cmd)
+    return _SanitizerRun(tool, kind, sanitizer, binary, spec)
 
 
-def _run_sanitizer(one: _SanitizerRun, ctx: Context) -> sandbox.Outcome:
+def _run_sanitizer(one: _SanitizerRun, ctx: Context) -> tuple[sandbox.Outcome, str]:
+    """(the outcome, the tool's log). The log comes through a pipe the grader holds, in a
+    folder of the run's own: the program under test finds no file of the tool's to rewrite
+    and no file an earlier run left. The tests' own report goes to a pipe too (the tool's
+    log decides, not the report)."""
     # the time limit is taken when the run starts: what is left of the lab's GPU time then
-    return sandbox.run(one.cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3),
-                       env=ctx.env, identity=ctx.identity, jail=ctx.jail)
+    with sandbox.Channel() as log, sandbox.Channel() as report:
+        out = sandbox.run(one.command(log.path, report.path, ctx.seed), cwd=ctx.run_dir,
+                          timeout=ctx.limit(ctx.timeout * 3), env=ctx.env,
+                          identity=ctx.identity, jail=ctx.jail, fresh=True,
+                          channels=[log, report], syscalls=seccomp.TOOL)
+    return out, log.text()
 
 
 def _merge(a: parsers.SanitizerSummary, b: parsers.SanitizerSummary) -> parsers.SanitizerSummary:
@@ -377,15 +379,16 @@ def _profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: str,
              names: list[str] | None = None) -> tuple[list[dict[str, Any]], str]:
     """One profiling run: (the launches profiled, why the student's program failed under
     it or ""). Raises _NotMeasured when the machine could not measure."""
-    log = ctx.next_file("ncu", ".csv")
-    cmd = ncu_command(ncu, metric, binary, ctx.seed, log, call, names)
-    details["commands"].append(" ".join(cmd))
-    out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3), env=ctx.env,
-                      identity=ctx.identity, jail=ctx.jail)
-    try:
-        found = parsers.parse_ncu_log(log.read_text(errors="replace"))
-    except OSError as err:
-        raise _NotMeasured(f"Not measured: ncu wrote no log ({out.describe()}).") from err
+    # ncu's log comes through a pipe the grader holds, in a folder of the run's own.
+    with sandbox.Channel() as log:
+        cmd = ncu_command(ncu, metric, binary, ctx.seed, Path(log.path), call, names)
+        details["commands"].append(" ".join(cmd))
+        out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3),
+                          env=ctx.env, identity=ctx.identity, jail=ctx.jail, fresh=True,
+                          channels=[log], syscalls=seccomp.TOOL)
+    if not log.data.strip():
+        raise _NotMeasured(f"Not measured: ncu wrote no log ({out.describe()}).")
+    found = parsers.parse_ncu_log(log.text())
     # Only ncu's own lines decide: the student's program writes elsewhere.
     refused = next((e for e in found.errors if REFUSED_RE.search(e)), "")
     if refused:
@@ -551,21 +554,49 @@ def _counted(metric: str) -> str:
     return f"{space} {op}" if space else f"work counted by {metric}"
 
 
+BENCH_ALTERED = ("its document was altered after the bench ended (or written twice): not "
+                 "believed")
+
+
+def bench_document_problem(text: str) -> str:
+    """Why the text read from the bench's pipe is not one document as the harness writes it
+    (BENCH_ALTERED: not well-formed JSON, or anything but whitespace after its end), or ""."""
+    body = text.lstrip()
+    try:
+        _doc, end = json.JSONDecoder().raw_decode(body)
+    except ValueError:
+        return BENCH_ALTERED
+    return BENCH_ALTERED if body[end:].strip() else ""
+
+
 def run_bench(binary: Path, args: list[str], ctx: Context, trusted: bool) -> tuple[
         dict | None, str, sandbox.Outcome]:
-    """One bench run; (document, problem, outcome). Results come from the --json file."""
-    path = ctx.next_file("bench-" + binary.name, ".json")
-    cmd = [str(binary), *args, "--json", str(path), "--seed", str(ctx.seed)]
-    if trusted:  # the reference's bench: the grader's own code, outside the jail
-        out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.timeout * 2, env=ctx.env)
-    else:
-        out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 2),
-                          env=ctx.env, identity=ctx.identity, jail=ctx.jail)
+    """One bench run; (document, problem, outcome). The document comes through a pipe the
+    grader holds (--json /dev/fd/N), read while the bench runs, in a folder of the run's
+    own; a document written to besides the harness has BENCH_ALTERED in its problem."""
+    with sandbox.Channel() as doc:
+        cmd = [str(binary), *args, "--json", doc.path, "--seed", str(ctx.seed)]
+        if trusted:  # the reference's bench: the grader's own code, outside the jail
+            out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.timeout * 2, env=ctx.env,
+                              fresh=True, channels=[doc])
+        else:
+            out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 2),
+                              env=ctx.env, identity=ctx.identity, jail=ctx.jail, fresh=True,
+                              channels=[doc], syscalls=seccomp.PROGRAM)
     if out.timed_out or out.returncode != 0:
         return None, f"{binary.name} {out.describe()}", out
+    if doc.oversized:
+        return None, (f"{binary.name} wrote a document larger than {doc.limit // 2**20} MiB "
+                      "(not read)"), out
+    text = doc.text()
+    if not text.strip():
+        return None, f"{binary.name} wrote no readable result (no JSON document)", out
+    altered = bench_document_problem(text)
+    if altered:
+        return None, f"{binary.name}: {altered}", out
     try:
-        return parsers.read_bench_json(path), "", out
-    except (OSError, ValueError) as err:
+        return parsers.parse_bench_json(text, binary.name), "", out
+    except ValueError as err:
         return None, f"{binary.name} wrote no readable result ({err})", out
 
 
@@ -587,7 +618,9 @@ class BenchRuns:
     review: Any = None  # the harness's review flag (bench JSON)
     student_doc: dict[str, Any] | None = None  # the student's whole bench JSON ([stretch])
     reference_doc: dict[str, Any] | None = None  # the reference's (its limits and work)
-    altered: str | None = None  # benchdoc.altered_problem of the student's document
+    # Why the student's document is not believed (written to besides the harness, or its
+    # figures disagree with its samples): no points, flagged for review.
+    altered: str | None = None
     disagreements: list[str] = field(default_factory=list)  # every one found
 
 
@@ -622,6 +655,9 @@ def performance(perf: Performance, ctx: Context) -> BenchRuns:
     if ref_problem:
         runs.unmeasured = ("Not measured: the reference's own timing could not be trusted on "
                            f"this machine ({ref_problem}).")
+        return runs
+    if student is None and BENCH_ALTERED in why_student:
+        runs.altered = f"your bench's result was not believed: {BENCH_ALTERED}"
         return runs
     if student is None:
         runs.failed = f"your bench did not finish ({why_student})."

@@ -152,8 +152,8 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
         finally:
             lab_result.wall_seconds = round(time.monotonic() - start, 2)
             lab_result.gpu_seconds = {k: round(v, 2) for k, v in gpu_seconds.items()}
-            leaks.Secrets.of_lab(src, lab.folder, [work, opts.source_root, ROOT]) \
-                .scrub_lab(lab_result)
+            folders = [work, opts.source_root, ROOT] + ([opts.cache] if opts.cache else [])
+            leaks.Secrets.of_lab(src, lab.folder, folders).scrub_lab(lab_result)
             leave_out_unmeasured(lab_result)
             lab_totals(lab_result)
         device = lab_result.timing.device if lab_result.timing else None

@@ -11,10 +11,15 @@ checkout, solutions/, hidden test sources, other submissions and the grader's ou
 not exist in it. Where bubblewrap is missing or cannot run, `isolation()` says so and
 grading goes on with the weaker protection (identity and limits only), visibly.
 
+A jailed program (a test binary, the bench) also runs under a seccomp filter
+(grader/seccomp.py) where libseccomp is found; `isolation()` says when it is not.
+
 Output goes to a file (never a pipe a child could hold open) and only the tail is kept, for
-the log: results are read from files the grader asks for, never from what the process
-prints. See grader/README.md, "The sandbox", and, for where the jail sits among the
-grader's other walls, docs/architecture.md, "Trust boundaries".
+the log. Results are never read from what the process prints, nor from a file it could
+rewrite: each document (a test report, a bench document, a tool's log) comes through a
+`Channel`, a pipe the grader holds and reads while the process runs. Each process can get a
+fresh folder of its own (`fresh`), removed after. See grader/README.md, "The sandbox" and
+"Threat model", and docs/architecture.md, "Trust boundaries".
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import os
 import pwd
 import re
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -33,6 +39,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import seccomp
+
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
 UNPRIVILEGED_USERS = ("nobody", "nfsnobody")
 MAX_FILE_BYTES = 512 * 1024 * 1024
@@ -40,7 +48,9 @@ MAX_RSS_BYTES = 16 * 1024**3  # resident memory of all the processes of one run 
 MAX_PROCESSES = 512  # per uid: applied only when the code runs as its own (unprivileged) uid
 MAX_OPEN_FILES = 1024
 TAIL_BYTES = 16 * 1024
-JAIL_ROOT = "/cml"  # where a jail's own files appear: /cml/src, /cml/build, /cml/run, /cml/bin
+JAIL_ROOT = "/cml"  # where a jail's own files appear: /cml/src, /cml/build, /cml/work, /cml/bin
+WORK_INSIDE = JAIL_ROOT + "/work"  # a run's own folder (`fresh`), as the process sees it
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024  # the most a Channel keeps of one document
 # The system as a jail sees it: programs and libraries, read-only. /etc only in part: the
 # dynamic loader's cache and the compiler alternatives, nothing about users or hosts.
 SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
@@ -119,6 +129,11 @@ class Jail:
         self.binds.append(Bind(Path(outside), inside, writable))
         return self
 
+    def with_bind(self, outside: Path, inside: str, writable: bool = False) -> "Jail":
+        """A copy of this jail with one more bind (this one, shared by runs at the same
+        time, is left as it is)."""
+        return Jail(list(self.binds), self.gpu).add(outside, inside, writable)
+
     def inside(self, text: str) -> str:
         """`text` (an argument: a path, `-I<path>`, `--flag=<path>`...) with every bound host
         path replaced by its name inside."""
@@ -142,11 +157,18 @@ class Isolation:
     tool: str | None  # "bubblewrap 0.8.0", or None
     jailed: bool
     why: str = ""  # when not jailed: the reason, for doctor and result.json
+    # whether jailed programs run under the system-call filter (grader/seccomp.py), and why not
+    seccomp: bool = False
+    seccomp_why: str = ""
 
     def as_dict(self) -> dict:
         d = {"tool": self.tool, "jailed": self.jailed}
         if self.why:
             d["why"] = self.why
+        if self.jailed:
+            d["seccomp"] = self.seccomp
+            if self.seccomp_why:
+                d["seccomp_why"] = self.seccomp_why
         return d
 
 
@@ -177,7 +199,8 @@ def isolation() -> Isolation:
         why = (probe.stderr.strip().splitlines() or ["no message"])[-1][:200]
         return Isolation(version, False, f"bubblewrap cannot make a jail here ({why}); "
                          "unprivileged user namespaces may be turned off")
-    return Isolation(version, True)
+    filters = seccomp.filters()
+    return Isolation(version, True, seccomp=filters.available, seccomp_why=filters.why)
 
 
 def _gpu_nodes() -> list[str]:
@@ -228,7 +251,7 @@ def _holds_the_grader(folder: Path) -> bool:
     return here == folder or folder in here.parents
 
 
-def _jail_args(jail: Jail, cwd: str) -> list[str]:
+def _jail_args(jail: Jail, cwd: str, seccomp_fd: int | None = None) -> list[str]:
     args = ["--unshare-all", "--die-with-parent", "--new-session", "--hostname", "sandbox",
             "--clearenv", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
             "--dir", JAIL_ROOT]
@@ -247,14 +270,18 @@ def _jail_args(jail: Jail, cwd: str) -> list[str]:
             args += ["--dev-bind", node, node]
     for b in jail.binds:
         args += ["--bind" if b.writable else "--ro-bind", str(b.outside), b.inside]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     args += ["--chdir", cwd]
     return args
 
 
-def jail_command(cmd: list[str], jail: Jail, cwd: Path, env: dict[str, str]) -> list[str]:
-    """The bwrap command line that runs `cmd` in `jail`."""
+def jail_command(cmd: list[str], jail: Jail, cwd: Path, env: dict[str, str],
+                 seccomp_fd: int | None = None) -> list[str]:
+    """The bwrap command line that runs `cmd` in `jail` (under the system-call filter read
+    from `seccomp_fd`, a descriptor the process inherits, when given)."""
     bwrap = _bwrap_path() or "bwrap"
-    args = [bwrap, *_jail_args(jail, jail.inside(str(cwd)))]
+    args = [bwrap, *_jail_args(jail, jail.inside(str(cwd)), seccomp_fd)]
     for key, value in env.items():
         args += ["--setenv", key, _rewrite_value(jail, value)]
     return args + ["--", *[jail.inside(c) for c in cmd]]
@@ -375,26 +402,168 @@ def resident_bytes(root: int) -> int:
     return sum(table[p][2] for p in _tree(root, table) if p in table) * page
 
 
+class Channel:
+    """A pipe the grader holds, through which one process hands over one document (a Catch2
+    report, a bench document, a tool's log): the process is told to write to `path`
+    (/dev/fd/N: the write end, which only that process inherits) while a thread of the
+    grader reads the other end as it runs, so a full pipe never blocks the writer and,
+    once the process has ended, what was read is the grader's: no file is left that code
+    could rewrite later. At most `limit` bytes are kept (`oversized` then says so).
+
+        with sandbox.Channel() as report:
+            out = sandbox.run([..., "-o", report.path], ..., channels=[report])
+        text = report.text()
+    """
+
+    def __init__(self, limit: int = MAX_DOCUMENT_BYTES) -> None:
+        self.limit = limit
+        self.data = b""
+        self.oversized = False
+        self.held_open = False  # something still held the write end when reading stopped
+        self._chunks: list[bytes] = []
+        self._kept = 0
+        self._stop = threading.Event()
+        self._read_fd, self.write_fd = os.pipe()  # both close-on-exec
+        self._thread = threading.Thread(target=self._drain, daemon=True,
+                                        name="cml-channel")
+        self._thread.start()
+
+    @property
+    def path(self) -> str:
+        return f"/dev/fd/{self.write_fd}"
+
+    def _drain(self) -> None:
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self._read_fd], [], [], 0.1)
+            if not ready:
+                continue
+            chunk = os.read(self._read_fd, 1 << 16)
+            if not chunk:
+                return
+            room = self.limit - self._kept
+            if len(chunk) > room:
+                self.oversized = True
+                chunk = chunk[:max(0, room)]
+            if chunk:
+                self._chunks.append(chunk)
+                self._kept += len(chunk)
+        self.held_open = True
+
+    def close_write(self) -> None:
+        """The grader's own copy of the write end (once the process has its copy)."""
+        if self.write_fd >= 0:
+            os.close(self.write_fd)
+            self.write_fd = -1
+
+    def finish(self, grace: float = 2.0) -> bytes:
+        """Stops reading once every writer has closed the pipe, or `grace` seconds after
+        this call; the document as read."""
+        self.close_write()
+        self._thread.join(grace)
+        if self._thread.is_alive():
+            self._stop.set()
+            self._thread.join()
+        self.data = b"".join(self._chunks)
+        return self.data
+
+    def text(self) -> str:
+        return self.data.decode(errors="replace")
+
+    def close(self) -> None:
+        if self._read_fd >= 0:
+            self.finish()
+            os.close(self._read_fd)
+            self._read_fd = -1
+
+    def __enter__(self) -> "Channel":
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def _own_folder(parent: Path, identity: Identity | None) -> Path:
+    """A new empty folder under `parent` that only the process's user may enter."""
+    folder = Path(tempfile.mkdtemp(prefix="p-", dir=parent))  # mode 0700
+    if identity is not None:
+        os.chown(folder, identity.uid, identity.gid)
+    return folder
+
+
+def _remove(folder: Path) -> None:
+    """Removes `folder` whatever the process left in it (folders it closed included)."""
+    def opened(func, path, _exc):  # noqa: ANN001
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700)
+            func(path)
+        except OSError:
+            pass
+    shutil.rmtree(folder, onerror=opened)
+
+
 def run(cmd: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
         identity: Identity | None = None, file_limit: int = MAX_FILE_BYTES,
-        jail: Jail | None = None, max_rss: int = MAX_RSS_BYTES) -> Outcome:
+        jail: Jail | None = None, max_rss: int = MAX_RSS_BYTES, fresh: bool = False,
+        channels: list[Channel] | tuple[Channel, ...] = (),
+        syscalls: str | None = None) -> Outcome:
     """Runs `cmd` in its own session (in `jail` when given and bubblewrap works here); kills
     all its processes after `timeout` seconds or once together they hold more than
-    `max_rss` bytes of memory."""
+    `max_rss` bytes of memory.
+
+    `fresh`: the process gets a new empty folder of its own, made under `cwd` and removed
+    after, as its working folder, HOME and TMPDIR (in a jail, at /cml/work): nothing one
+    process writes is seen by the next. `channels`: pipes the process writes its documents
+    to (their write ends are passed on; the grader's copies are closed once it started,
+    and each is read to its end after it ended). `syscalls`: the seccomp profile of a
+    jailed process (grader/seccomp.py: PROGRAM or TOOL; None: no filter, as for a build)."""
     start = time.monotonic()
+    own = _own_folder(cwd, identity) if fresh else None
+    if own is not None:
+        cwd = own
+        env = {**env, "HOME": str(own), "TMPDIR": str(own)}
+        if jail is not None:
+            jail = jail.with_bind(own, WORK_INSIDE, writable=True)
     popen_env, popen_cwd, argv = env, cwd, cmd
-    if jail is not None and isolation().jailed:
-        argv = jail_command(cmd, jail, cwd, env)
-        popen_env = {"PATH": env.get("PATH", "/usr/bin:/bin")}
-        popen_cwd = Path("/")
+    passed = [ch.write_fd for ch in channels]
+    filter_fd = None
+    try:
+        for ch in channels:
+            if identity is not None:  # /dev/fd/N of a pipe is opened as its owner
+                os.fchown(ch.write_fd, identity.uid, identity.gid)
+        if jail is not None and isolation().jailed:
+            filter_fd = seccomp.program_fd(syscalls) if syscalls else None
+            argv = jail_command(cmd, jail, cwd, env, filter_fd)
+            popen_env = {"PATH": env.get("PATH", "/usr/bin:/bin")}
+            popen_cwd = Path("/")
+            if filter_fd is not None:
+                passed.append(filter_fd)
+        return _run(cmd, argv, popen_cwd, popen_env, timeout, identity, file_limit, jail,
+                    max_rss, start, passed, channels, filter_fd)
+    finally:
+        if own is not None:
+            _remove(own)
+
+
+def _run(cmd: list[str], argv: list[str], popen_cwd: Path, popen_env: dict[str, str],
+         timeout: float, identity: Identity | None, file_limit: int, jail: Jail | None,
+         max_rss: int, start: float, passed: list[int],
+         channels: list[Channel] | tuple[Channel, ...], filter_fd: int | None) -> Outcome:
     with tempfile.TemporaryFile() as out:
         try:
             proc = subprocess.Popen(argv, cwd=popen_cwd, env=popen_env,
                                     stdin=subprocess.DEVNULL, stdout=out,
                                     stderr=subprocess.STDOUT, start_new_session=True,
-                                    preexec_fn=_preexec(identity, file_limit))
+                                    pass_fds=passed, preexec_fn=_preexec(identity, file_limit))
         except OSError as err:
             raise StartError(f"could not start {argv[0]}: {err}") from err
+        finally:
+            # The process has its copies now: when it (and whatever it started) is gone,
+            # the channels see their end.
+            for ch in channels:
+                ch.close_write()
+            if filter_fd is not None:
+                os.close(filter_fd)
         with _live_lock:
             _live.add(proc.pid)
         timed_out, killed_for = False, None
@@ -417,6 +586,8 @@ def run(cmd: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
             proc.wait()
             with _live_lock:
                 _live.discard(proc.pid)
+            for ch in channels:
+                ch.finish()
         seconds = time.monotonic() - start
         size = out.seek(0, os.SEEK_END)
         out.seek(max(0, size - TAIL_BYTES))

@@ -1,7 +1,9 @@
-"""Runs Catch2 test binaries the way grading needs: reports read from the XML file the
-binary is asked to write (never from its output), a timeout per process, and, after a
-crash, hang or GPU fault, the cases that did not report re-run one per process so that one
-fault costs one case.
+"""Runs Catch2 test binaries the way grading needs: reports read from a pipe the grader
+holds, which the binary is told to write its XML report to (never from its output, never
+from a file its code could rewrite), each process in a fresh folder of its own, a timeout
+per process, and, after a crash, hang or GPU fault, the cases that did not report re-run
+one per process so that one fault costs one case. A report written to besides Catch2 (not
+well-formed, or anything after its end) is not believed: the run's cases fail.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import parallel, sandbox
-from .catch_report import CaseResult, close_cut_report, parse_catch_xml, parse_tags
+from . import parallel, sandbox, seccomp
+from .catch_report import (ALTERED, ALTERED_MESSAGE, CaseResult, close_cut_report,
+                           parse_catch_xml, parse_tags, report_state)
 from .catch_spec import name_spec, spec_matches
 from .result import CRASHED, FAILED, PASSED, TIMEOUT
 
@@ -185,7 +188,8 @@ class CaseRun:
 
 @dataclass
 class Runner:
-    """Runs student test binaries in a sandbox, each report in its own file."""
+    """Runs student test binaries in a sandbox, each process with its own folder and
+    report pipe."""
 
     run_dir: Path
     env: dict[str, str]
@@ -197,35 +201,47 @@ class Runner:
     deadline: float = math.inf  # time.monotonic() after which nothing more is started
     runs: int = 0
     log: list[str] = field(default_factory=list)
-    # One Runner is one thread's: runners that share a run folder at the same time each
-    # need a report name of their own (grader/stages/tests.py); set `stop` to have the
-    # next process not start (parallel.Stopped is raised instead)
-    report_stem: str = "report"
+    # One Runner is one thread's; set `stop` to have the next process not start
+    # (parallel.Stopped is raised instead)
     stop: threading.Event | None = None
 
-    def run_once(self, binary: Path, spec: str) -> tuple[list[CaseResult], bool, sandbox.Outcome]:
+    def run_once(self, binary: Path, spec: str) -> tuple[list[CaseResult], bool,
+                                                          sandbox.Outcome, str]:
+        """One process: (its cases, whether the report was complete and the process ended
+        cleanly, the outcome, why the report is not believed or ""). The report comes
+        through a pipe the grader holds (sandbox.Channel), in a folder of the process's own."""
         parallel.check(self.stop)
         self.runs += 1
-        report = self.run_dir / f"{self.report_stem}-{self.runs}.xml"
-        cmd = [*self.wrapper, str(binary), spec, "-r", "xml", "-o", str(report),
-               "--rng-seed", str(self.seed), "--durations", "yes"]  # each case's time
         timeout = max(1.0, min(self.timeout, self.deadline - time.monotonic()))
-        outcome = sandbox.run(cmd, cwd=self.run_dir, timeout=timeout, env=self.env,
-                              identity=self.identity, jail=self.jail)
-        try:
-            text = report.read_text(errors="replace")
-        except OSError:
-            text = ""
+        with sandbox.Channel() as report:
+            cmd = [*self.wrapper, str(binary), spec, "-r", "xml", "-o", report.path,
+                   "--rng-seed", str(self.seed), "--durations", "yes"]  # each case's time
+            outcome = sandbox.run(cmd, cwd=self.run_dir, timeout=timeout, env=self.env,
+                                  identity=self.identity, jail=self.jail, fresh=True,
+                                  channels=[report],
+                                  syscalls=seccomp.TOOL if self.wrapper else seccomp.PROGRAM)
+        if report.oversized:
+            return [], False, outcome, (f"the test report was larger than "
+                                        f"{report.limit // 2**20} MiB: not read")
+        text = report.text()
+        if report_state(text) == ALTERED:
+            return [], False, outcome, ALTERED_MESSAGE
         cases, complete = salvage_report(text)
         ended_cleanly = not outcome.timed_out and outcome.returncode is not None \
             and outcome.returncode >= 0
-        return cases, complete and ended_cleanly, outcome
+        return cases, complete and ended_cleanly, outcome, ""
 
     def run_layer(self, binary: Path, spec: str, expected: list[Case]) -> tuple[
             dict[str, CaseRun], sandbox.Outcome]:
         """Runs the cases of `binary` matching `spec`; re-runs the expected cases that did
         not report, one per process, after a crash or timeout."""
-        cases, clean, outcome = self.run_once(binary, spec)
+        cases, clean, outcome, refused = self.run_once(binary, spec)
+        if refused:
+            # Every case of the run fails: a report that was tampered with is not re-run
+            # (the same code would write it again).
+            self.log.append(f"{binary.name} {spec}: {refused}")
+            return {c.name: CaseRun(c.name, c.tags, FAILED, [refused], None, binary.name)
+                    for c in expected}, outcome
         found = {c.name: _case_run(c, binary.name) for c in cases if c.name}
         if clean:
             return found, outcome
@@ -245,7 +261,10 @@ class Runner:
         return found, outcome
 
     def run_alone(self, binary: Path, case: Case) -> dict[str, CaseRun]:
-        cases, clean, outcome = self.run_once(binary, name_spec(case.name))
+        cases, clean, outcome, refused = self.run_once(binary, name_spec(case.name))
+        if refused:
+            return {case.name: CaseRun(case.name, case.tags, FAILED, [refused],
+                                       outcome.seconds, binary.name)}
         mine = [c for c in cases if c.name == case.name]
         if mine and clean:
             return {case.name: _case_run(mine[0], binary.name)}

@@ -87,11 +87,14 @@ def copy_student_tree(src_root: Path, dest: Path, labs: list[LabPaths]) -> None:
 
 def place_student_file(submission: Path, rel: str, dest_root: Path) -> str | None:
     """Copies one student file from the submission as a regular file; returns a problem, or
-    None. A symbolic link anywhere on the way (the file, its lab folder, labs/) is refused:
-    it could point into the grader's own tree."""
+    None. Whatever the submission holds at that path (a folder, a fifo, a device, a file
+    that cannot be read, a symbolic link anywhere on the way: the file, its lab folder,
+    labs/, which could point into the grader's own tree) is refused with a message naming
+    the path and what to submit instead; nothing there raises."""
     parts = Path(rel).parts
     if Path(rel).is_absolute() or ".." in parts:
         return f"{rel} is not a path inside the submission"
+    wanted = f"submit {rel} as a regular file (the lab's source file itself)"
     here = submission
     for i, part in enumerate(parts):
         here = here / part
@@ -100,25 +103,43 @@ def place_student_file(submission: Path, rel: str, dest_root: Path) -> str | Non
             return (f"{shown} is a symbolic link in the submission; submit the file itself "
                     "(links are never followed)")
     try:
+        # O_NONBLOCK: opening a fifo must not wait for a writer
         fd = os.open(submission / rel, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return f"{rel} is not in the submission"
     except OSError as err:
-        return f"{rel} cannot be read ({err.strerror})"
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
+        return f"{rel} cannot be read ({err.strerror}); {wanted}"
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            return f"{rel} is not a regular file"
+            return f"{rel} is {_shape(info.st_mode)} in the submission, not a file; {wanted}"
         if info.st_size > MAX_STUDENT_FILE:
             return f"{rel} is larger than 4 MiB"
-        data = f.read(MAX_STUDENT_FILE + 1)
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(MAX_STUDENT_FILE + 1)
+    except OSError as err:
+        return f"{rel} cannot be read ({err.strerror}); {wanted}"
+    finally:
+        os.close(fd)
     target = dest_root / rel
     target.parent.mkdir(parents=True, exist_ok=True)
-    if target.is_symlink():
+    if target.is_symlink() or target.is_file():
         target.unlink()
+    elif target.is_dir():
+        shutil.rmtree(target)
     target.write_bytes(data)
     os.utime(target)  # a newer time stamp, so the build always sees the change
     return None
+
+
+def _shape(mode: int) -> str:
+    """What a path that is not a regular file is, in words."""
+    for test, words in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (fifo)"),
+                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                        (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return words
+    return "not a regular file"
 
 
 def cmake_configure(src: Path, build: Path, labs: list[LabPaths], timeout: float,

@@ -93,6 +93,11 @@ def run(args: argparse.Namespace) -> int:
     if isolation.jailed:
         print(f"  ok    student code is compiled and run in a jail ({isolation.tool}): no "
               "network, no view of the checkout, solutions or outputs")
+        if isolation.seccomp:
+            print("  ok    jailed programs run under a system-call filter (seccomp): no new "
+                  "processes, network sockets or ptrace")
+        else:
+            print(f"  --    no system-call filter: {isolation.seccomp_why}")
     else:
         print(f"  --    no jail: {isolation.why}")
         print("        costs: grading still works, with a scrubbed environment, limits and "

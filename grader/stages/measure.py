@@ -31,7 +31,7 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
     keeps what came before); the bench's Timing record into out.timing."""
     rubric, trees = job.rubric, job.trees
     ctx = measure.Context(place.run_dir, trees.run_env, trees.identity, job.seed,
-                          job.test_timeout, place.binaries.get, [0], jail=place.jail,
+                          job.test_timeout, place.binaries.get, jail=place.jail,
                           deadline=time.monotonic() + STAGE_BUDGET * job.test_timeout)
     folder = job.lab.folder
     ms = rubric.memory_safety
@@ -51,7 +51,8 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
         job.say(f"{folder}: timing the bench (yours and the reference)")
         with _section(job, "bench", ctx):
             bench = measure.performance(perf, ctx)
-        out.parts.append(scoring.performance_part(perf, bench, full_groups))
+        part = scoring.performance_part(perf, bench, full_groups)
+        out.parts.append(part)
         out.timing = bench.timing
         if rubric.stretch:
             out.parts.append(_stretch(job, ctx, tested, full_groups, bench))

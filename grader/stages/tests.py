@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .. import parallel, sandbox, workspace
+from ..result import CRASHED, FAILED, PASSED, TIMEOUT
 from ..testrun import Case, CaseRun, Runner, list_cases
 from .job import STAGE_BUDGET, LabJob
 
@@ -25,7 +26,8 @@ TEST_KINDS = ("tests_student", "hidden_student")
 @dataclass
 class RunPlace:
     """Where the student's code runs from here on: a jail that holds only its binaries (at
-    /cml/bin), the run folder (at /cml/run) and, for GPU work, the device nodes."""
+    /cml/bin) and, for GPU work, the device nodes; each process adds a new folder of its
+    own, made in `run_dir` (at /cml/work)."""
 
     run_dir: Path
     jail: sandbox.Jail
@@ -52,9 +54,12 @@ def prepare(job: LabJob, binaries: dict[str, Path | None]) -> tuple[RunPlace, li
     if trees.identity is not None:
         workspace.lock_down(trees.src, trees.build, [job.lab])
     run_dir = trees.work / "run" / job.lab.folder
-    shutil.rmtree(run_dir, ignore_errors=True)  # never read a report left by an earlier run
-    sandbox.make_shared_dir(run_dir, trees.identity)
-    jail = sandbox.Jail(gpu=job.has_gpu).add(run_dir, sandbox.JAIL_ROOT + "/run", writable=True)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    # The grader's: each process gets a new folder of its own in it (sandbox.run's `fresh`),
+    # shown in the jail as /cml/work; the student's user cannot write beside them.
+    run_dir.mkdir(parents=True)
+    run_dir.chmod(0o711)
+    jail = sandbox.Jail(gpu=job.has_gpu)
     for kind in ("tests_student", "hidden_student", "bench_student"):
         if binaries[kind]:
             jail.add(binaries[kind], f"{sandbox.JAIL_ROOT}/bin/{binaries[kind].name}")
@@ -73,7 +78,7 @@ def _layer_section(job: LabJob, layer: str) -> Iterator[None]:
 def run(job: LabJob, place: RunPlace, canonical: list[Case]) -> TestRuns:
     """The host layer, then (with a GPU, inside the GPU section) the GPU layer, each within
     a time limit of its own. Within a layer the binaries (public, hidden) run at the same
-    time, each with a Runner of its own (its own report names and re-runs); what they find
+    time, each with a Runner of its own (its own processes and re-runs); what they find
     is taken in the order of TEST_KINDS, as if they had run one after another."""
     trees = job.trees
     found = TestRuns(canonical)
@@ -93,31 +98,42 @@ def run(job: LabJob, place: RunPlace, canonical: list[Case]) -> TestRuns:
                     continue
                 runner = Runner(place.run_dir, trees.run_env, trees.identity, job.seed,
                                 job.test_timeout, jail=place.jail, deadline=deadline,
-                                report_stem=f"report-{layer}-{kind}", stop=stop)
+                                stop=stop)
                 job.say(f"{job.lab.folder}: running {layer} tests ({binary.name})")
                 todo.append((runner, binary, expected))
             done = parallel.run_all(
                 [functools.partial(r.run_layer, b, spec, e) for r, b, e in todo], stop=stop)
             for (runner, binary, _), (runs, outcome) in zip(todo, done):
+                output = getattr(outcome, "output_tail", "").rstrip()
+                if binary == place.binaries.get("hidden_student"):
+                    # what code in the student's process printed while hidden tests ran
+                    # could quote them: the log, too, keeps none of it
+                    output = HIDDEN_OUTPUT if output else ""
                 job.log(f"----- {job.lab.folder}: {layer} tests ({binary.name}) output -----\n"
-                        + getattr(outcome, "output_tail", "").rstrip())
+                        + output)
                 found.runs.update(runs)
                 found.log += runner.log
     for case_run in found.runs.values():
         case_run.messages = shown_messages(case_run.messages, "hidden" in case_run.tags,
-                                           trees.src)
+                                           trees.src, case_run.status)
     return found
 
 
-def shown_messages(messages: list[str], hidden: bool, src: Path) -> list[str]:
-    """Messages as the student may see them: work-tree paths made relative; for hidden
-    tests, no line of the hidden test's source (only what the checks themselves report)."""
+HIDDEN_OUTPUT = "(the output of the hidden tests' binary is not kept)"
+HIDDEN_NOTICES = {
+    FAILED: "a hidden case failed; hidden cases show no details",
+    CRASHED: "a hidden case crashed the test process; hidden cases show no details",
+    TIMEOUT: "a hidden case did not finish in time; hidden cases show no details",
+}
+
+
+def shown_messages(messages: list[str], hidden: bool, src: Path, status: str = FAILED
+                   ) -> list[str]:
+    """Messages as the student may see them: work-tree paths made relative. A hidden case
+    shows none of its own (an assertion's text, a file name, anything its process printed:
+    code in the student's process can read the hidden binary's memory and throw it), only
+    a fixed sentence for its status; a passed one shows nothing."""
+    if hidden:
+        return [] if status == PASSED else [HIDDEN_NOTICES.get(status, HIDDEN_NOTICES[FAILED])]
     prefix = str(src) + os.sep
-    shown = []
-    for msg in messages:
-        if hidden and (prefix + "solutions" in msg or "solutions/" in msg.split(":", 1)[0]):
-            continue
-        shown.append(msg.replace(prefix, ""))
-    if hidden and len(shown) < len(messages):
-        shown.append("(the hidden test's own source lines are not shown)")
-    return shown
+    return [msg.replace(prefix, "") for msg in messages]

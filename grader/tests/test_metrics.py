@@ -111,7 +111,7 @@ def profiled(fake: FakeNcu, ncu: str | None = "/opt/ncu/ncu") -> Iterator[measur
             mock.patch.object(measure, "find_tool", return_value=ncu), \
             mock.patch.object(measure.sandbox, "run", fake):
         yield measure.Context(run_dir=Path(tmp), env={}, identity=None, seed=7, timeout=60,
-                              binary=lambda kind: Path(f"/grade/bin/lab_{kind}"), counter=[0])
+                              binary=lambda kind: Path(f"/grade/bin/lab_{kind}"))
 
 
 class MetricRun(unittest.TestCase):

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import sys
+import os
 import tempfile
 import unittest
 from pathlib import Path
@@ -39,7 +42,7 @@ class PerformanceTest(unittest.TestCase):
         binaries = {"bench_student": Path("lab04_bench_student"),
                     "bench_solution": Path("lab04_bench_solution")}
         self.ctx = measure.Context(run_dir=Path(self.tmp.name), env={}, identity=None, seed=7,
-                                   timeout=60, binary=binaries.get, counter=[0])
+                                   timeout=60, binary=binaries.get)
 
     def grade(self, student: dict, reference: dict | None = None, groups=(GROUP,)):
         docs = {"lab04_bench_student": student,
@@ -328,6 +331,65 @@ class GpuSectionTest(unittest.TestCase):
                                "enter bench", "bench", "leave bench",
                                "enter profiler", "profiler", "leave profiler"])
         self.assertEqual([p.kind for p in lab.parts], ["memory_safety", "performance", "metric"])
+
+
+# A bench: --json OUT ... writes DOC (a file beside it) to OUT; HOW "twice" writes it again
+# with a made-up speedup (a destructor rewriting the document), "honest" once.
+FAKE_BENCH = """\
+#!{python}
+import sys
+out = sys.argv[sys.argv.index("--json") + 1]
+doc = open({doc!r}).read()
+with open(out, "w") as f:
+    f.write(doc)
+if {how!r} == "twice":
+    with open(out, "w") as f:
+        f.write(doc.replace('"median"', '"median": 99.0, "was"'))
+"""
+
+
+class AlteredBenchDocumentTest(unittest.TestCase):
+    def test_only_one_document_is_believed(self):
+        doc = json.dumps(load("verified.json"))
+        self.assertEqual(measure.bench_document_problem(doc + "\n"), "")
+        for text in (doc + doc, doc + " x", doc[:-1] + ', "speedup": {"median": 9}}x', "[1"):
+            self.assertEqual(measure.bench_document_problem(text), measure.BENCH_ALTERED)
+
+    def run_fake(self, how: str) -> measure.BenchRuns:
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            docs = {"lab04_bench_student": load("verified.json"),
+                    "lab04_bench_solution": load("reference.json")}
+            binaries = {}
+            for name, doc in docs.items():
+                (tmp / f"{name}.json").write_text(json.dumps(doc))
+                binary = tmp / name
+                binary.write_text(FAKE_BENCH.format(
+                    python=sys.executable, doc=str(tmp / f"{name}.json"),
+                    how=how if name == "lab04_bench_student" else "honest"))
+                binary.chmod(0o755)
+                binaries[name.replace("lab04_", "")] = binary
+            run_dir = tmp / "run"
+            run_dir.mkdir()
+            ctx = measure.Context(run_dir=run_dir, env=dict(os.environ), identity=None,
+                                  seed=7, timeout=60, binary=binaries.get)
+            perf = Performance(points=20, bench_args=["--n", "4096"], comparison="tiled",
+                               requires=[])
+            runs = measure.performance(perf, ctx)
+            self.assertEqual(list(run_dir.iterdir()), [])
+        return runs
+
+    def test_an_honest_document_is_scored(self):
+        runs = self.run_fake("honest")
+        self.assertEqual((runs.failed, runs.altered), ("", ""))
+        self.assertIsNotNone(runs.timing.student_speedup)
+
+    def test_a_document_written_twice_scores_nothing_and_is_flagged(self):
+        runs = self.run_fake("twice")
+        self.assertIn(measure.BENCH_ALTERED, runs.altered)
+        part = scoring.performance_part(Performance(points=20, bench_args=[], requires=[],
+                                                    comparison="tiled"), runs, set())
+        self.assertEqual(part.points, 0.0)
 
 
 if __name__ == "__main__":

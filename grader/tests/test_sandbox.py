@@ -1,6 +1,8 @@
 """Running untrusted processes: timeouts kill the group, the environment is scrubbed,
-root drops to an unprivileged user."""
+root drops to an unprivileged user, documents come through pipes the grader holds, each
+process has a fresh folder of its own, and the jail refuses the system calls no lab needs."""
 
+import errno
 import os
 import sys
 import tempfile
@@ -8,7 +10,13 @@ import time
 import unittest
 from pathlib import Path
 
-from grader import sandbox
+from grader import sandbox, seccomp
+
+# A Python the unprivileged user and the jail can run (the system's; one in root's home is
+# closed to them).
+SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/bin/python3") if os.path.exists(p)),
+                     None)
+PYTHON = SYSTEM_PYTHON or sys.executable
 
 
 class SandboxTest(unittest.TestCase):
@@ -70,10 +78,46 @@ class SandboxTest(unittest.TestCase):
         self.assertNotIn("reference", out.output_tail)
 
 
+    def test_a_document_comes_through_the_grader_pipe_and_nothing_is_left_on_disk(self):
+        self.dir.chmod(0o711)  # the unprivileged user's folder is made in it
+        with sandbox.Channel() as doc:
+            out = sandbox.run([PYTHON, "-c", "import sys; open(sys.argv[1], 'w')"
+                               ".write('<doc/>')", doc.path], cwd=self.dir, timeout=30,
+                              env=self.env, identity=sandbox.unprivileged_identity(),
+                              fresh=True, channels=[doc])
+        self.assertEqual(out.returncode, 0, out.output_tail)
+        self.assertEqual(doc.text(), "<doc/>")
+        self.assertFalse(doc.oversized)
+        self.assertEqual(list(self.dir.iterdir()), [])
+
+    def test_a_document_larger_than_the_cap_is_said_and_never_blocks_the_writer(self):
+        with sandbox.Channel(limit=1000) as doc:
+            out = sandbox.run([sys.executable, "-c", "import sys; f = open(sys.argv[1], 'w'); "
+                               "f.write('x' * (4 << 20)); f.close(); print('wrote')",
+                               doc.path], cwd=self.dir, timeout=30, env=self.env,
+                              channels=[doc])
+        self.assertFalse(out.timed_out)
+        self.assertIn("wrote", out.output_tail)
+        self.assertTrue(doc.oversized)
+        self.assertEqual(len(doc.data), 1000)
+
+    def test_each_process_gets_a_fresh_folder_as_cwd_and_home(self):
+        code = ("import os; print(sorted(os.listdir('.')), os.getcwd() == os.environ['HOME']); "
+                "open('marker', 'w').write('x'); "
+                "open(os.path.join(os.environ['HOME'], 'home-marker'), 'w').write('x')")
+        seen = []
+        self.dir.chmod(0o711)
+        for _ in range(2):
+            out = sandbox.run([PYTHON, "-c", code], cwd=self.dir, timeout=30,
+                              env=self.env, identity=sandbox.unprivileged_identity(),
+                              fresh=True)
+            self.assertEqual(out.returncode, 0, out.output_tail)
+            seen.append(out.output_tail.strip())
+        self.assertEqual(seen, ["[] True", "[] True"])  # the second saw no marker
+        self.assertEqual(list(self.dir.iterdir()), [])  # each folder was removed after
+
+
 JAILED = sandbox.isolation().jailed
-# A Python the jail can see (the system's; one in a home folder is not there).
-SYSTEM_PYTHON = next((p for p in ("/usr/bin/python3", "/bin/python3") if os.path.exists(p)),
-                     None)
 
 
 @unittest.skipUnless(JAILED, f"no jail on this machine: {sandbox.isolation().why}")
@@ -163,6 +207,47 @@ class JailTest(unittest.TestCase):
         self.assertLess(out.seconds, 3)
         time.sleep(4)
         self.assertFalse(marker.exists(), "a process outlived its jail")
+
+    def test_documents_pass_through_the_jail_and_each_process_has_its_own_folder(self):
+        if not SYSTEM_PYTHON:
+            self.skipTest("no system Python to run inside the jail")
+        code = ("import os, sys; open(sys.argv[1], 'w').write(os.getcwd() + ' ' + "
+                "os.environ['HOME'] + ' ' + str(os.listdir('.'))); open('marker', 'w')")
+        docs = []
+        for _ in range(2):
+            with sandbox.Channel() as doc:
+                out = sandbox.run([SYSTEM_PYTHON, "-c", code, doc.path], cwd=self.run_dir,
+                                  timeout=30, env=self.env, identity=self.who,
+                                  jail=sandbox.Jail(), fresh=True, channels=[doc],
+                                  syscalls=seccomp.PROGRAM)
+            self.assertEqual(out.returncode, 0, out.output_tail)
+            docs.append(doc.text())
+        self.assertEqual(docs, [f"{sandbox.WORK_INSIDE} {sandbox.WORK_INSIDE} []"] * 2)
+        self.assertEqual(list(self.run_dir.iterdir()), [])
+
+    @unittest.skipUnless(seccomp.filters().available, seccomp.filters().why)
+    def test_the_filter_refuses_new_processes_and_network_sockets(self):
+        if not SYSTEM_PYTHON:
+            self.skipTest("no system Python to run inside the jail")
+        code = ("import os, socket, threading\n"
+                "def tried(what, call):\n"
+                "    try:\n        call()\n        print(what, 'ok')\n"
+                "    except OSError as e:\n        print(what, e.errno)\n"
+                "def fork():\n    if os.fork() == 0:\n        os._exit(0)\n    os.wait()\n"
+                "tried('fork', fork)\n"
+                "tried('inet', lambda: socket.socket(socket.AF_INET))\n"
+                "tried('unix', lambda: socket.socket(socket.AF_UNIX))\n"
+                "t = threading.Thread(target=print, args=('thread ok',)); t.start(); t.join()\n")
+        for profile, fork in ((seccomp.PROGRAM, f"fork {errno.EPERM}"), (seccomp.TOOL, "fork ok")):
+            out = sandbox.run([SYSTEM_PYTHON, "-c", code], cwd=self.run_dir, timeout=30,
+                              env=self.env, identity=self.who, jail=self.jail, fresh=True,
+                              syscalls=profile)
+            self.assertIn(fork, out.output_tail, profile)
+            self.assertIn("unix ok", out.output_tail)
+            self.assertIn("thread ok", out.output_tail)
+            self.assertIn(f"inet {errno.EPERM}" if profile == seccomp.PROGRAM else "inet ok",
+                          out.output_tail)
+        self.assertTrue(sandbox.isolation().as_dict()["seccomp"])
 
     def test_when_bubblewrap_is_off_the_grader_says_so(self):
         sandbox.isolation.cache_clear()

@@ -17,7 +17,8 @@ from pathlib import Path
 from unittest import mock
 
 from grader import testrun
-from grader.catch_report import close_cut_report, parse_catch_xml
+from grader.catch_report import (ALTERED, ALTERED_MESSAGE, COMPLETE, CUT, close_cut_report,
+                                 parse_catch_xml, report_state)
 from grader.sandbox import Outcome
 from grader.testrun import Case, Runner, list_cases, parse_listing, salvage_report
 
@@ -344,6 +345,77 @@ class HangTest(unittest.TestCase):
 
     def test_catch2_v3(self):
         self.assertEqual(self.run_hang("lab06_report_v3.xml"), ["Empty shapes are refused"])
+
+
+GOOD_REPORT = ('<?xml version="1.0" encoding="UTF-8"?>\n<Catch2TestRun name="t">\n'
+               '<TestCase name="a" tags="[host]"><OverallResult success="false"/></TestCase>\n'
+               '<TestCase name="b" tags="[host]"><OverallResult success="true"/></TestCase>\n'
+               '</Catch2TestRun>\n')
+
+
+class ReportStateTest(unittest.TestCase):
+    def test_one_document_is_complete(self):
+        self.assertEqual(report_state(GOOD_REPORT), COMPLETE)
+        self.assertEqual(report_state(GOOD_REPORT + "\n  \n"), COMPLETE)
+
+    def test_a_report_that_stops_early_is_cut(self):
+        self.assertEqual(report_state(GOOD_REPORT[:120]), CUT)
+        self.assertEqual(report_state(""), CUT)
+
+    def test_anything_after_the_end_or_not_well_formed_is_altered(self):
+        forged = GOOD_REPORT.replace("false", "true")
+        for text in (GOOD_REPORT + forged, GOOD_REPORT + "x", GOOD_REPORT + "<!-- x -->",
+                     GOOD_REPORT.replace("</TestCase>", "</Case>", 1), "garbage",
+                     "\x00" + GOOD_REPORT):
+            self.assertEqual(report_state(text), ALTERED, text[-60:])
+
+
+# A test binary whose code writes into the report besides Catch2: HOW is "twice" (a second,
+# all-passing report after the first, as a static destructor would), "trailing" (bytes after
+# the end) or "honest".
+TAMPERING_BINARY = """\
+#!{python}
+import sys
+report = {report!r}
+out = sys.argv[sys.argv.index("-o") + 1]
+with open(out, "w") as f:
+    f.write(report)
+how = {how!r}
+if how != "honest":
+    with open(out, "w") as f:  # a pipe: a second open does not truncate what was read
+        f.write(report.replace("false", "true") if how == "twice" else "garbage")
+"""
+
+
+class TamperedReportTest(unittest.TestCase):
+    def run_binary(self, how: str) -> tuple[dict, Runner]:
+        expected = [Case("a", ("host",)), Case("b", ("host",))]
+        with tempfile.TemporaryDirectory() as tmp:
+            binary = Path(tmp) / "lab99_tests_student"
+            binary.write_text(TAMPERING_BINARY.format(python=sys.executable,
+                                                      report=GOOD_REPORT, how=how))
+            binary.chmod(0o755)
+            run_dir = Path(tmp) / "run"
+            run_dir.mkdir()
+            runner = Runner(run_dir, dict(os.environ), None, 1, 30)
+            found, _ = runner.run_layer(binary, "[host]", expected)
+            self.assertEqual(list(run_dir.iterdir()), [])  # no report left to rewrite
+        return found, runner
+
+    def test_an_honest_report_is_read(self):
+        found, runner = self.run_binary("honest")
+        self.assertEqual({k: v.status for k, v in found.items()},
+                         {"a": "failed", "b": "passed"})
+        self.assertEqual(runner.runs, 1)
+
+    def test_a_report_written_twice_is_not_believed(self):
+        for how in ("twice", "trailing"):
+            found, runner = self.run_binary(how)
+            self.assertEqual({k: (v.status, v.messages) for k, v in found.items()},
+                             {"a": ("failed", [ALTERED_MESSAGE]),
+                              "b": ("failed", [ALTERED_MESSAGE])}, how)
+            self.assertEqual(runner.runs, 1)  # not re-run: the same code would do it again
+            self.assertIn(ALTERED_MESSAGE, runner.log[0])
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
-"""Compile errors found in a build log and shown with the student's own paths."""
+"""Compile errors found in a build log and shown with the student's own paths; every shape
+a student file can have in a submission placed or refused with a message."""
 
+import os
+import shutil
+import stat
 import tempfile
 import unittest
 from pathlib import Path
@@ -53,6 +57,66 @@ class PristineCopyTest(unittest.TestCase):
             (sub / REL).write_text("// mine\n")
             self.assertIsNone(place_student_file(sub, REL, dest))
             self.assertEqual((dest / REL).read_text(), "// mine\n")
+
+
+class SubmissionShapesTest(unittest.TestCase):
+    """What stands at a student file's path: a file is placed; anything else is refused with
+    a message naming the path and what to submit, never an exception."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.sub, self.dest = Path(tmp.name) / "sub", Path(tmp.name) / "dest"
+        (self.sub / REL).parent.mkdir(parents=True)
+
+    def place(self) -> str | None:
+        return place_student_file(self.sub, REL, self.dest)
+
+    def assert_refused(self, *words: str) -> None:
+        problem = self.place()
+        self.assertIsNotNone(problem)
+        self.assertTrue(problem.startswith(REL), problem)
+        for word in words:
+            self.assertIn(word, problem)
+        self.assertFalse((self.dest / REL).exists())
+
+    def test_a_folder(self):
+        (self.sub / REL).mkdir()
+        (self.sub / REL / "kernel.cu").write_text("// mine\n")
+        self.assert_refused("is a folder", "submit " + REL + " as a regular file")
+
+    def test_a_fifo(self):
+        os.mkfifo(self.sub / REL)
+        self.assert_refused("named pipe", "as a regular file")  # and did not wait for a writer
+
+    def test_a_device(self):
+        try:
+            os.mknod(self.sub / REL, 0o644 | stat.S_IFCHR, os.makedev(1, 3))
+        except PermissionError:
+            self.skipTest("making a device node needs root")
+        self.assert_refused("character device", "as a regular file")
+
+    def test_a_file_that_cannot_be_read(self):
+        (self.sub / REL).write_text("// mine\n")
+        (self.sub / REL).chmod(0)
+        if os.access(self.sub / REL, os.R_OK):
+            self.skipTest("root reads a file of mode 000")
+        self.assert_refused("cannot be read", "as a regular file")
+
+    def test_a_symbolic_link(self):
+        (self.sub / REL).symlink_to("/etc/hostname")
+        self.assert_refused("symbolic link")
+
+    def test_a_lab_folder_that_is_a_file(self):
+        shutil.rmtree((self.sub / REL).parent)
+        (self.sub / REL).parent.write_text("not a folder\n")
+        self.assert_refused("cannot be read", "as a regular file")
+
+    def test_a_folder_left_where_the_file_goes_is_replaced(self):
+        (self.sub / REL).write_text("// mine\n")
+        (self.dest / REL).mkdir(parents=True)
+        self.assertIsNone(self.place())
+        self.assertEqual((self.dest / REL).read_text(), "// mine\n")
 
 
 if __name__ == "__main__":
