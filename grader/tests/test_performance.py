@@ -381,7 +381,8 @@ class AlteredBenchDocumentTest(unittest.TestCase):
 
     def test_an_honest_document_is_scored(self):
         runs = self.run_fake("honest")
-        self.assertEqual((runs.failed, runs.altered), ("", ""))
+        self.assertEqual(runs.failed, "")
+        self.assertFalse(runs.altered)
         self.assertIsNotNone(runs.timing.student_speedup)
 
     def test_a_document_written_twice_scores_nothing_and_is_flagged(self):
@@ -390,6 +391,7 @@ class AlteredBenchDocumentTest(unittest.TestCase):
         part = scoring.performance_part(Performance(points=20, bench_args=[], requires=[],
                                                     comparison="tiled"), runs, set())
         self.assertEqual(part.points, 0.0)
+        self.assertEqual(part.status, "review")
 
 
 if __name__ == "__main__":
