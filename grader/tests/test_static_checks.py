@@ -284,6 +284,61 @@ class MessageTest(unittest.TestCase):
         self.assertIsNone(objects.c_name_clash("launch_count", _rules(), set()))
 
 
+class StageOrderTest(unittest.TestCase):
+    """`grader check` and `grader grade` run a lab's static checks as soon as the student's
+    file has compiled, before any of the student's code runs: a refusal stops the lab
+    there, and no test, sanitizer or benchmark (no GPU stage) is reached."""
+
+    def grade(self, violations: list[sc.Violation], has_gpu: bool = True):
+        from grader.result import LabResult, PartResult
+        from grader.stages import lab as lab_stage
+
+        calls: list[str] = []
+
+        def record(name, value=None):
+            def call(*_args, **_kwargs):
+                calls.append(name)
+                return value
+            return call
+
+        built = mock.Mock(compiled=True)
+        built.outcome.ok = True
+        part = PartResult("static", "Static checks", "graded", 0.0, 0.0, "", {})
+        tested = mock.Mock(canonical=[], runs={}, log=[])
+        scored = mock.Mock(parts=[], tests=[], full_groups=[])
+        job = mock.Mock(missing=False, has_gpu=has_gpu)
+        with mock.patch.multiple(lab_stage.build, reference=record("build.reference"),
+                                 student=record("build.student", built),
+                                 binaries=record("build.binaries", dict.fromkeys(
+                                     lab_stage.build.STUDENT_KINDS)),
+                                 part=record("build.part"),
+                                 quiet_part=record("build.quiet_part")), \
+                mock.patch.multiple(lab_stage.static, check=record("static", (part, violations))), \
+                mock.patch.multiple(lab_stage.tests, prepare=record("tests.prepare", (None, [])),
+                                    run=record("tests.run", tested)), \
+                mock.patch.multiple(lab_stage.measure, run=record("measure.run")), \
+                mock.patch.multiple(lab_stage.scoring, correctness=record("score", scored),
+                                    finish_unfinished=record("finish"),
+                                    not_graded_parts=record("not_graded", [])):
+            result = LabResult("04_tiled_matmul", "t", 0.0, 100.0)
+            lab_stage.grade_lab(job, result)
+        return calls, result
+
+    def test_a_refusal_stops_the_lab_before_anything_runs(self):
+        from grader.result import STATIC_VIOLATION
+
+        calls, result = self.grade([sc.Violation("reference", "fopen", "s.cu:3", "no files")])
+        self.assertEqual(calls[:3], ["build.reference", "build.student", "static"])
+        self.assertFalse([c for c in calls if c.startswith(("tests.", "measure."))], calls)
+        self.assertEqual(result.failure, STATIC_VIOLATION)
+
+    def test_the_checks_come_before_the_tests_and_the_gpu_stages(self):
+        calls, result = self.grade([])
+        self.assertLess(calls.index("static"), calls.index("tests.run"))
+        self.assertLess(calls.index("tests.run"), calls.index("measure.run"))
+        self.assertIsNone(result.failure)
+
+
 # --- compiled fixtures --------------------------------------------------------------------------
 
 
