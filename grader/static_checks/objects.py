@@ -172,8 +172,9 @@ _FAMILIES = [
      "use the runtime calls listed below"),
     (r"(dl|__libc_dl)", "loading libraries at run time is not allowed",
      "call only what your file includes; everything the lab needs is linked already"),
-    (r"(f?open|freopen|fdopen|creat|tmpfile|mkstemp|fclose|unlink|remove|rename|mmap|"
-     r"std::(__basic_file|basic_[io]?fstream|basic_filebuf|filesystem))",
+    (r"(f?open|freopen|fdopen|creat|tmpfile|mkstemp|fclose|unlink|remove|rename|mmap|read|"
+     r"write|close|lseek|pread|pwrite|f?stat|lstat|access|readlink|opendir|readdir|chdir|"
+     r"getcwd|std::(__basic_file|basic_[io]?fstream|basic_filebuf|filesystem))",
      "student code may not open, write or remove files",
      "print with printf or std::cout instead; the grader keeps standard output"),
     (r"(std::thread|std::jthread|pthread_create|pthread_join|pthread_detach|thrd_create)",
@@ -227,12 +228,14 @@ def c_name_clash(name: str, rules: LabRules, harness_any: set[str],
     harness object defines, or a name the system libraries export."""
     if rules.protected_names.match(name):
         return (f"`{name}` is a protected name (the program's entry point, the CUDA runtime's "
-                "or the driver's names, the harness's link-time wrappers)")
+                "or the driver's names, the harness's link-time wrappers): your definition "
+                "would take its place for the whole program")
     if _RESERVED_C.match(name):
         return (f"`{name}` begins with an underscore and a capital letter or with two "
                 "underscores: such names are reserved for the compiler and the libraries")
     if name in harness_any:
-        return f"`{name}` is defined by the harness (the lab's given code, the tests or the common library)"
+        return (f"`{name}` is defined by the harness (the lab's given code, the tests or the "
+                "common library): yours would replace it")
     if exports is None:
         exports = system_exports()
     if name in exports:
@@ -253,8 +256,7 @@ def _check_definition(s: Symbol, rules: LabRules, facts: SourceFacts, interface:
     if scope is None:  # C linkage: an extern "C" function, or a variable at global scope
         clash = c_name_clash(s.name, rules, harness_any)
         if clash:
-            return Violation("define", d, where,
-                             f"{clash}; {rules.define_why}; {_rename(rules)}")
+            return Violation("define", d, where, f"{clash}; {_rename(rules)}")
         return None
     first, kind = scope
     if kind == "ns" and rules.protected_namespaces.match(first):
