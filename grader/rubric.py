@@ -122,6 +122,10 @@ class StaticRules:
     allow_reference: list[str] = field(default_factory=list)
     allow_define: list[str] = field(default_factory=list)
     allow_include: list[str] = field(default_factory=list)
+    # What the shared list allows but this lab's lesson forbids (e.g. the runtime's
+    # occupancy queries in the lab that computes occupancy), and why, for the message.
+    refuse_reference: list[str] = field(default_factory=list)
+    refuse_why: str = ""
 
     # The deny-list keys are gone; these stay empty until grader/pipeline.py calls
     # static_checks.check_object / check_preprocessed instead of the old deny-list checks.
@@ -475,10 +479,16 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
     static = StaticRules()
     if "static" in doc:
         s = _Checker(file, "[static]", doc["static"])
-        s.only(("allow_reference", "allow_define", "allow_include"))
+        s.only(("allow_reference", "allow_define", "allow_include", "refuse_reference",
+                "refuse_why"))
         static = StaticRules(s.strings("allow_reference", required=False),
                              s.strings("allow_define", required=False),
-                             s.strings("allow_include", required=False))
+                             s.strings("allow_include", required=False),
+                             s.strings("refuse_reference", required=False),
+                             s.string("refuse_why", required=False) or "")
+        if static.refuse_reference and not static.refuse_why:
+            raise s.fail("[static].refuse_reference needs refuse_why: the reason a student "
+                         "reads when the call is refused")
         for pattern in static.allow_include:
             if pattern.startswith("/") or ".." in Path(pattern).parts:
                 raise s.fail(f"[static].allow_include: '{pattern}' must be a path inside the "

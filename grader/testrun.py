@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -271,13 +272,31 @@ class Runner:
         if not mine and clean:
             return {}  # not in this binary
         status = TIMEOUT if outcome.timed_out else CRASHED
-        messages = [f"the test process {outcome.describe()} while running this case"]
+        messages = [ended_early(outcome)]
         if mine:
             messages += mine[0].messages
         for line in _fault_lines(outcome.output_tail):
             messages.append(line)
         return {case.name: CaseRun(case.name, case.tags, status, messages, outcome.seconds,
                                    binary.name)}
+
+
+def ended_early(outcome: sandbox.Outcome) -> str:
+    """What a student reads when the process ended before the case it ran reported: a
+    case that does not finish fails, whatever the exit status (exit(0) mid-case included),
+    and only that case (the others run each in a process of their own)."""
+    if outcome.timed_out or outcome.killed_for or \
+            (outcome.signal and outcome.signal != signal.SIGABRT):
+        return f"the test process {outcome.describe()} while running this case"
+    if outcome.signal == signal.SIGABRT:
+        return ("the process ended (SIGABRT) while this case ran: std::abort, a failed host "
+                "assert or an uncaught exception in a destructor or a noexcept function ends "
+                "it so; throw an exception or return an error instead, and a failing check "
+                "costs only that check")
+    return (f"the process ended (exit status {outcome.returncode}) while this case ran, "
+            "before the case finished: your code called exit, quick_exit or _Exit; throw "
+            "an exception or return an error instead, and a failing check costs only that "
+            "check")
 
 
 def _case_run(c: CaseResult, binary: str) -> CaseRun:

@@ -1,36 +1,37 @@
 """Static checks on the student's file: allow-lists for what its object references and
 defines, and checks on its preprocessed source. Nothing here runs the student's code.
 
-Three checks, each an allow-list (grader/allowlist.toml, plus the lab's [static] table):
+Three checks, each an allow-list (grader/allowlist.toml, plus the lab's [static] table, which
+may add to it or, with refuse_reference, take from it). They are a safety net: the wall is
+the process boundary (the sandbox), so they refuse what reaches past it or into the harness
+and allow what costs a student only their own test case (exit, abort, quick_exit: the test
+runner fails the case that ended its process and re-runs the others one per process).
 
 1. **References.** Every undefined symbol of the student's object (`readelf -sW`, names
    demangled with c++filt; weak references count too) must match an allowed pattern: the
-   CUDA runtime calls the lab needs, the C and C++ library pieces fair code uses, the
+   CUDA runtime calls fair code uses, the C and C++ library pieces fair code uses, the
    project's error checks and the lab's own namespace. A few symbols are marked
    `generated_only`: nvcc's stubs (`__cudaRegisterFatBinary`, `__cudaPushCallConfiguration`,
-   `atexit`, and `exit`, which is the host body nvcc gives every non-inline `__device__`
-   function) and the C++ ABI the host compiler calls. They are allowed only while the
-   student's own preprocessed lines never name them (`exit`, `std::exit`, `__builtin_exit`):
-   then the reference can only come from generated code. So a plain `__device__` helper is
-   fine and a host `exit(0)` is refused, without guessing from machine code.
+   `atexit`) and the C++ ABI the host compiler calls. They are allowed only while the
+   student's own preprocessed lines never name them: then the reference can only come from
+   generated code.
 
 2. **Definitions.** Every symbol the object defines with external linkage is checked:
-   - strong (GLOBAL) definitions may be the lab's interface (the reference solution's own
-     strong definitions; the lab may add `allow_define`), nvcc's generated functions
-     (`__device_stub__*`, the host side of kernels and `__device__` functions) and the
-     student's own C++ helpers, but never a protected name: `main`, any C-linkage
-     (unmangled) name (it would replace the C library's or the CUDA runtime's, e.g.
-     `cudaEventElapsedTime`), `cuda*`/`cu[A-Z]*`/`__cuda*`, `operator new`/`delete`, and
-     anything in a protected namespace (`cml::`, `std::`, `Catch::`, `labNN_test::`, ...);
-     nor a name a harness object (the lab's given code, the common library, the tests)
-     defines;
-   - weak definitions (template and inline instantiations: GCC emits every instantiation
-     of a header's template the student uses, e.g. `std::__cxx11::to_string(int)`) are
-     allowed except for C-linkage names, names that a harness object defines strongly (the
-     linker would then never pull the harness's member from its archive), and protected
-     names or namespaces *that the student's own lines touch*: a weak `cml::...` definition
-     is the header's own code while the student's lines never open `namespace cml` nor
-     define a `cml::`-qualified name, and the student's replacement otherwise.
+   - a C-linkage name (an `extern "C"` function, or any variable at global scope: C++ does
+     not mangle variables) is refused only when it collides: with a protected name (`main`,
+     `cuda*`, `cu[A-Z]*`, `__cuda*`, `__wrap_*`, `__real_*`), a reserved one (`_` and a
+     capital letter, or `__`), a name a harness object defines, or a name the system
+     libraries export (`libraries`: libc, libm, libstdc++, libgcc_s, the CUDA runtime);
+   - a mangled global function never stands for a C name (`cudaCheck(cudaError_t, ...)` is
+     the student's own); only the protected C++ names (`operator new`/`delete`) and names a
+     harness object defines are refused;
+   - strong definitions in a protected namespace (`cml::`, `std::`, `Catch::`,
+     `labNN_test::`, ...) are refused; weak ones (template and inline instantiations: GCC
+     emits every instantiation of a header's template the student uses, e.g.
+     `std::__cxx11::to_string(int)`) are allowed unless the student's own lines open that
+     namespace or define a name qualified by it (`using namespace std;` opens nothing);
+   - the lab's interface (the reference solution's own strong definitions; the lab may add
+     `allow_define`) and nvcc's generated functions are always allowed.
    Data in an executable section (`section(".text")` shellcode) is refused too.
 
 3. **Source.** The file is preprocessed exactly as the build compiles it: `preprocess` asks
@@ -56,13 +57,15 @@ Three checks, each an allow-list (grader/allowlist.toml, plus the lab's [static]
 
 Limits: the checks cannot see what pointer arithmetic on an allowed function's address
 reaches at run time; the sandbox is what stops that. Each refusal names the symbol, file or
-line and says what the lab allows.
+line (for a symbol, the student's line whose tokens name it, when there is one) and says what
+to do instead and what the lab allows.
 
 The modules, one job each: `rules` (the allow-lists for a lab), `symbols` (an object's
 symbols, demangled, and the scope of a mangled name), `nvcc` (the build's command and
 nvcc's preprocessing passes), `markers` (the line markers of a preprocessed file), `lexer`
-and `scan` (the student's tokens and what they declare), `source` (check 3), `objects`
-(checks 1 and 2), `check` (all three in one call) and `results` (what they hand back).
+and `scan` (the student's tokens and what they declare), `source` (check 3), `libraries` (the
+names the system libraries export), `objects` (checks 1 and 2), `check` (all three in one
+call) and `results` (what they hand back).
 """
 
 from __future__ import annotations

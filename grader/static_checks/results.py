@@ -39,6 +39,9 @@ class SourceFacts:
     """What the student's own preprocessed lines do, for the object check."""
 
     identifiers: set[str] = field(default_factory=set)  # every identifier (__builtin_x -> x too)
+    # Where each identifier first appears on the student's own lines ("labs/.../x.cu:12"),
+    # so that a refused symbol of the object is shown at the line that asked for it.
+    first_seen: dict[str, str] = field(default_factory=dict)
     touched_namespaces: set[str] = field(default_factory=set)  # protected ones opened/defined in
     declared_globals: set[str] = field(default_factory=set)  # names declared at global scope
 

@@ -70,9 +70,11 @@ class LabRules:
     lab_folder: str  # e.g. "04_tiled_matmul"
     references: Patterns
     generated_only: Patterns  # references allowed only when the student never names them
+    refused_references: Patterns  # the lab's refuse_reference: refused even when listed
     generated_defs: Patterns
     allow_define: Patterns
-    protected_names: Patterns
+    protected_names: Patterns  # C-linkage names never defined by a student file
+    protected_cxx_names: Patterns  # global C++ functions never defined (operator new, ...)
     protected_namespaces: Patterns
     include_allowed: list[str]  # path globs with placeholders
     include_refused: list[str]
@@ -106,10 +108,15 @@ def load_rules(lab_folder: str, static: object | None = None,
             target.add(sym.replace("{ns}", ns), group.get("why", ""))
     lab_why = f"allowed by labs/{lab_folder}/grading.toml"
     allow_define = Patterns()
+    refused_refs = Patterns()
     lab_includes: list[str] = []
     if static is not None:
         for sym in getattr(static, "allow_reference", []):
             refs.add(sym.replace("{ns}", ns), lab_why)
+        refuse_why = getattr(static, "refuse_why", "") or "this lab does not allow it"
+        for sym in getattr(static, "refuse_reference", []):
+            refused_refs.add(sym.replace("{ns}", ns),
+                             f"{refuse_why} (labs/{lab_folder}/grading.toml)")
         for sym in getattr(static, "allow_define", []):
             allow_define.add(sym.replace("{ns}", ns), lab_why)
         lab_includes = list(getattr(static, "allow_include", []))
@@ -117,15 +124,18 @@ def load_rules(lab_folder: str, static: object | None = None,
     why_def = d.get("why", "")
     inc = doc.get("include", {})
     src = doc.get("source", {})
-    cuda_calls = sorted({p for p, _why, _rx in refs.items if re.match(r"cuda[A-Z]", p)})
+    cuda_calls = sorted({p for p, _why, _rx in refs.items if re.match(r"cuda[A-Z]", p)
+                         and not refused_refs.match(p)})
     summary = ("CUDA runtime: " + ", ".join(cuda_calls) + "; the C and C++ standard "
                "libraries' memory, strings, exceptions, containers, console output, clocks "
                "and math; the lab's namespace and CUDA_CHECK")
     return LabRules(
         lab_namespace=ns, lab_folder=lab_folder, references=refs, generated_only=gen,
+        refused_references=refused_refs,
         generated_defs=Patterns((p, "generated") for p in d.get("generated", [])),
         allow_define=allow_define,
         protected_names=Patterns((p, why_def) for p in d.get("protected_names", [])),
+        protected_cxx_names=Patterns((p, why_def) for p in d.get("protected_cxx_names", [])),
         protected_namespaces=Patterns((p, why_def) for p in d.get("protected_namespaces", [])),
         include_allowed=list(inc.get("allowed", [])),
         include_refused=list(inc.get("refused", [])),

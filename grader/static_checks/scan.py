@@ -82,6 +82,13 @@ def scan_namespaces(toks: list[Tok], rules: LabRules, display: str,
             pending_block = "extern"
             i += 2
             continue
+        if t.text == "namespace" and at(i - 1) == "using":
+            # `using namespace std;` makes names visible; it opens nothing and defines
+            # nothing (a definition through it is still unqualified, in the file's scope).
+            i += 1
+            while i < n and toks[i].text != ";":
+                i += 1
+            continue
         if t.text == "namespace":
             j = i + 1
             names: list[str] = []

@@ -174,8 +174,11 @@ def check_preprocessed(pre: Preprocessed, rules: LabRules, project: str,
         for t in toks:
             if t.kind == "id":
                 facts.identifiers.add(t.text)
+                facts.first_seen.setdefault(t.text, f"{display}:{t.line}")
                 if t.text.startswith("__builtin_"):
-                    facts.identifiers.add(t.text[len("__builtin_"):])
+                    bare = t.text[len("__builtin_"):]
+                    facts.identifiers.add(bare)
+                    facts.first_seen.setdefault(bare, f"{display}:{t.line}")
                 key = None
                 if t.text in _ASM:
                     key = ("asm", str(t.line))

@@ -5,7 +5,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from grader.paths import ROOT, LabPaths, discover_labs
+from grader.paths import ROOT, LabPaths, discover_labs, find_lab
 from grader.rubric import Rubric, RubricError, load_rubric, parse_rubric, rubric_warnings
 
 LAB = LabPaths("04_tiled_matmul", "04", "tiled_matmul", ROOT)
@@ -91,7 +91,12 @@ class LoadRubricTest(unittest.TestCase):
         self.assertEqual(r.max_points, 100.0)
         self.assertEqual(r.student_files, ["labs/04_tiled_matmul/tiled_matmul.cu"])
         self.assertEqual(r.performance.comparison, "tiled")
-        self.assertIn("cudaFuncSetAttribute", r.static.allow_reference)
+        self.assertEqual(r.static.refuse_reference, [])  # the shared list is lab 04's
+
+    def test_lab07_refuses_the_occupancy_queries(self):
+        r = load_rubric(find_lab("07_occupancy"))
+        self.assertEqual(r.static.refuse_reference, ["cudaOccupancy*"])
+        self.assertIn("occupancy", r.static.refuse_why)
 
     def test_static_table(self):
         self.assertRejects(with_line(GOOD, 'allow_reference = ["cudaFuncSetAttribute"]',
@@ -108,6 +113,14 @@ class LoadRubricTest(unittest.TestCase):
                                         'allow_define = ["lab04::*"]'))
         self.assertEqual(r.static.allow_include, ["labs/04_tiled_matmul/extra/*.h"])
         self.assertEqual(r.static.allow_define, ["lab04::*"])
+        self.assertRejects(with_line(GOOD, 'allow_reference = ["cudaFuncSetAttribute"]',
+                                     'refuse_reference = ["cudaMemGetInfo"]'),
+                           "refuse_reference needs refuse_why")
+        r = parse_rubric(LAB, with_line(GOOD, 'allow_reference = ["cudaFuncSetAttribute"]',
+                                        'refuse_reference = ["cudaMemGetInfo"]\n'
+                                        'refuse_why = "count the bytes yourself"'))
+        self.assertEqual(r.static.refuse_reference, ["cudaMemGetInfo"])
+        self.assertEqual(r.static.refuse_why, "count the bytes yourself")
 
     def test_every_lab_static_table_merges_with_the_shared_allowlist(self):
         from grader.static_checks import load_rules

@@ -14,10 +14,12 @@ import tempfile
 import unittest
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 from grader import static_checks as sc
 from grader.paths import ROOT, discover_labs, find_lab
 from grader.rubric import StaticRules, load_rubric
+from grader.static_checks import libraries, objects
 from grader.static_checks.nvcc import source_of
 from grader.static_checks.rules import glob_re
 from grader.tools import find_tool
@@ -129,6 +131,22 @@ class PreprocessedTextTest(unittest.TestCase):
                          ["s.cu:1", "s.cu:2", "s.cu:3", "s.cu:4", "s.cu:6"])
         self.assertEqual(r.facts.touched_namespaces, {"cml", "std", "Catch"})
 
+    def test_using_directives_and_declarations_open_nothing(self):
+        r = self.check(["using namespace std;", "using namespace cooperative_groups;",
+                        "using namespace std::chrono;", "using std::string;",
+                        "using cml::CudaError;", "string name() { return to_string(1); }",
+                        "namespace lab04 { using namespace std; int f(); }"])
+        self.assertEqual(r.violations, [])
+        self.assertEqual(r.facts.touched_namespaces, set())
+        self.assertIn("name", r.facts.declared_globals)
+        r = self.check(["using namespace std;", "namespace std { int x; }"])
+        self.assertEqual([(v.name, v.where) for v in r.violations], [("namespace std", "s.cu:2")])
+
+    def test_identifiers_remember_their_first_line(self):
+        r = self.check(["int a;", "void f() { fopen(0, 0); }", "void g() { fopen(0, 0); }"])
+        self.assertEqual(r.facts.first_seen["fopen"], "s.cu:2")
+        self.assertEqual(r.facts.first_seen["a"], "s.cu:1")
+
     def test_attributes_and_pragmas(self):
         r = self.check(["int a __attribute__((section(\".text\")));",
                         "[[gnu::alias(\"x\")]] int b();", "int c __attribute__((aligned(16)));",
@@ -157,6 +175,168 @@ class PreprocessedTextTest(unittest.TestCase):
     def test_own_lines_not_found_is_a_check_error(self):
         with self.assertRaises(sc.CheckError):
             self.check(["int a;"], seen_as="/elsewhere/other.cu")
+
+
+class MessageTest(unittest.TestCase):
+    """Every refusal the object check can give names its symbol, the student's line that
+    asked for it (when the source check saw it) and what to do instead."""
+
+    # One symbol of each family of refused references (objects._FAMILIES), in order.
+    FAMILY_EXAMPLES = ["cuStreamCreate", "cudaStreamCreate", "cudaDeviceReset",
+                       "cudaProfilerStart", "dlopen", "fopen", "std::thread::_M_start_thread("
+                       "std::unique_ptr<std::thread::_State, "
+                       "std::default_delete<std::thread::_State> >, void (*)())", "sigaction",
+                       "posix_spawn", "socket", "syscall", "environ", "at_quick_exit"]
+
+    def facts(self, *names: str) -> sc.SourceFacts:
+        facts = sc.SourceFacts()
+        for k, name in enumerate(names):
+            facts.identifiers.add(name)
+            facts.first_seen[name] = f"s.cu:{k + 7}"
+        return facts
+
+    def test_every_family_of_refused_references(self):
+        self.assertEqual(len(self.FAMILY_EXAMPLES), len(objects._FAMILIES),
+                         "give every family of objects._FAMILIES an example here")
+        rules = _rules()
+        for (pattern, why, fix), name in zip(objects._FAMILIES, self.FAMILY_EXAMPLES):
+            with self.subTest(symbol=name):
+                self.assertTrue(re.match(pattern, name))
+                written = name.split("(")[0].split("::")[-2 if "::" in name else -1]
+                found = objects._check_reference(sc.Symbol(name, name, "GLOBAL", "FUNC", "UND"),
+                                                 rules, self.facts(written))
+                self.assertEqual(len(found), 1)
+                text = found[0].describe()
+                self.assertIn(f"`{name}`", text)
+                self.assertTrue(text.startswith("s.cu:7: "), text)
+                self.assertIn(why, text)
+                self.assertIn(fix, text)
+
+    def test_the_lab_and_generated_only_refusals(self):
+        rules = sc.load_rules("07_occupancy", StaticRules(
+            refuse_reference=["cudaOccupancy*"], refuse_why="compute it yourself"))
+        name = "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags"
+        found = objects._check_reference(sc.Symbol(name, name, "GLOBAL", "FUNC", "UND"), rules,
+                                         self.facts("cudaOccupancyMaxActiveBlocksPerMultiprocessor"))
+        self.assertEqual([v.where for v in found], ["s.cu:7"])
+        self.assertIn(f"`{name}`", found[0].describe())
+        self.assertIn("compute it yourself", found[0].describe())
+        found = objects._check_reference(sc.Symbol("atexit", "atexit", "GLOBAL", "FUNC", "UND"),
+                                         rules, self.facts("atexit"))
+        self.assertIn("`atexit`", found[0].describe())
+        self.assertIn("leave it to the compiler", found[0].describe())
+        self.assertEqual(objects._check_reference(
+            sc.Symbol("atexit", "atexit", "GLOBAL", "FUNC", "UND"), rules, self.facts()), [])
+
+    def test_every_kind_of_refused_definition(self):
+        rules = _rules()
+        exports = {"puts": "libc.so.6"}
+        cases = [  # (mangled, demangled, bind, harness, fragment of the reason)
+            ("cudaEventElapsedTime", "cudaEventElapsedTime", "GLOBAL", set(), "protected"),
+            ("main", "main", "GLOBAL", set(), "protected"),
+            ("__wrap_cudaLaunchKernel", "__wrap_cudaLaunchKernel", "WEAK", set(), "protected"),
+            ("__libc_x", "__libc_x", "GLOBAL", set(), "reserved"),
+            ("g_seed", "g_seed", "GLOBAL", {"g_seed"}, "defined by the harness"),
+            ("puts", "puts", "GLOBAL", set(), "libc.so.6"),
+            ("_ZN3cml7compareEv", "cml::compare()", "GLOBAL", set(), "namespace `cml`"),
+            ("_Znwm", "operator new(unsigned long)", "GLOBAL", set(), "replaces the C++"),
+            ("_ZN5lab0412matmul_naiveEv", "lab04::matmul_naive()", "GLOBAL",
+             {"_ZN5lab0412matmul_naiveEv"}, "the harness"),
+        ]
+        with mock.patch.object(objects, "system_exports", return_value=exports):
+            for mangled, shown, bind, harness, reason in cases:
+                with self.subTest(symbol=shown):
+                    written = shown.split("(")[0].split("::")[-1].replace("operator ", "")
+                    v = objects._check_definition(
+                        sc.Symbol(mangled, shown, bind, "FUNC", "1"), rules,
+                        self.facts(written), set(), harness if bind == "GLOBAL" else set(),
+                        harness)
+                    self.assertIsNotNone(v, shown)
+                    text = v.describe()
+                    self.assertIn(f"`{shown}`", text)
+                    self.assertIn(reason, text)
+                    self.assertTrue(text.startswith("s.cu:7: "), text)
+                    self.assertTrue("namespace `lab04`" in text or "new/delete" in text, text)
+
+    def test_definitions_that_collide_with_nothing(self):
+        rules = _rules()
+        with mock.patch.object(objects, "system_exports", return_value={"puts": "libc.so.6"}):
+            for mangled, shown, typ in (
+                    ("g_verbose", "g_verbose", "OBJECT"),  # a C++ variable at global scope
+                    ("_Z9cudaCheck9cudaErrorPKci", "cudaCheck(cudaError, char const*, int)",
+                     "FUNC"),
+                    ("_Z10cudaMallocIfE9cudaErrorPPT_m",
+                     "cudaError cudaMalloc<float>(float**, unsigned long)", "FUNC"),
+                    ("my_helper", "my_helper", "FUNC")):  # extern "C", named like nothing
+                with self.subTest(symbol=shown):
+                    self.assertIsNone(objects._check_definition(
+                        sc.Symbol(mangled, shown, "GLOBAL", typ, "1"), rules, self.facts(),
+                        set(), set(), set()))
+
+    def test_c_name_clash_reads_the_system_libraries(self):
+        if not (shutil.which("g++") and shutil.which("readelf")):
+            self.skipTest("needs g++ and readelf")
+        exports = libraries.system_exports()
+        self.assertEqual(exports.get("puts"), "libc.so.6")
+        self.assertEqual(exports.get("sqrt") in ("libc.so.6", "libm.so.6"), True)
+        self.assertNotIn("g_verbose", exports)
+        self.assertIn("libc.so.6", objects.c_name_clash("environ", _rules(), set()))
+        self.assertIsNone(objects.c_name_clash("launch_count", _rules(), set()))
+
+
+class StageOrderTest(unittest.TestCase):
+    """`grader check` and `grader grade` run a lab's static checks as soon as the student's
+    file has compiled, before any of the student's code runs: a refusal stops the lab
+    there, and no test, sanitizer or benchmark (no GPU stage) is reached."""
+
+    def grade(self, violations: list[sc.Violation], has_gpu: bool = True):
+        from grader.result import LabResult, PartResult
+        from grader.stages import lab as lab_stage
+
+        calls: list[str] = []
+
+        def record(name, value=None):
+            def call(*_args, **_kwargs):
+                calls.append(name)
+                return value
+            return call
+
+        built = mock.Mock(compiled=True)
+        built.outcome.ok = True
+        part = PartResult("static", "Static checks", "graded", 0.0, 0.0, "", {})
+        tested = mock.Mock(canonical=[], runs={}, log=[])
+        scored = mock.Mock(parts=[], tests=[], full_groups=[])
+        job = mock.Mock(missing=False, has_gpu=has_gpu)
+        with mock.patch.multiple(lab_stage.build, reference=record("build.reference"),
+                                 student=record("build.student", built),
+                                 binaries=record("build.binaries", dict.fromkeys(
+                                     lab_stage.build.STUDENT_KINDS)),
+                                 part=record("build.part"),
+                                 quiet_part=record("build.quiet_part")), \
+                mock.patch.multiple(lab_stage.static, check=record("static", (part, violations))), \
+                mock.patch.multiple(lab_stage.tests, prepare=record("tests.prepare", (None, [])),
+                                    run=record("tests.run", tested)), \
+                mock.patch.multiple(lab_stage.measure, run=record("measure.run")), \
+                mock.patch.multiple(lab_stage.scoring, correctness=record("score", scored),
+                                    finish_unfinished=record("finish"),
+                                    not_graded_parts=record("not_graded", [])):
+            result = LabResult("04_tiled_matmul", "t", 0.0, 100.0)
+            lab_stage.grade_lab(job, result)
+        return calls, result
+
+    def test_a_refusal_stops_the_lab_before_anything_runs(self):
+        from grader.result import STATIC_VIOLATION
+
+        calls, result = self.grade([sc.Violation("reference", "fopen", "s.cu:3", "no files")])
+        self.assertEqual(calls[:3], ["build.reference", "build.student", "static"])
+        self.assertFalse([c for c in calls if c.startswith(("tests.", "measure."))], calls)
+        self.assertEqual(result.failure, STATIC_VIOLATION)
+
+    def test_the_checks_come_before_the_tests_and_the_gpu_stages(self):
+        calls, result = self.grade([])
+        self.assertLess(calls.index("static"), calls.index("tests.run"))
+        self.assertLess(calls.index("tests.run"), calls.index("measure.run"))
+        self.assertIsNone(result.failure)
 
 
 # --- compiled fixtures --------------------------------------------------------------------------
@@ -345,17 +525,27 @@ class CompiledTest(unittest.TestCase):
         syms, _ = sc.read_symbols(self.objects["fair_pg_matmul.cu"])
         self.assertIn("exit", {s.name for s in syms if s.undefined})
 
-    def test_a_lab_addition_is_needed_for_cudaFuncSetAttribute(self):
-        src = self.proj / "labs" / "04_tiled_matmul" / "fair_pg_matmul.cu"
-        cmd = sc.student_compile_command(NVCC, self.proj, "04_tiled_matmul", src, (ARCH,),
-                                         obj=self.tmp / "pp.o")
-        with tempfile.TemporaryDirectory(dir=self.tmp) as work:
-            pre = sc.preprocess(cmd, Path(work), sc.local_run())
-            bare = sc.load_rules("04_tiled_matmul", StaticRules())
-            report = sc.check_preprocessed(pre, bare, str(self.proj), "x.cu")
-        found = sc.check_object(self.objects["fair_pg_matmul.cu"], None, bare, report)
-        self.assertEqual([v.name for v in found], ["cudaFuncSetAttribute"])
-        self.assertIn("cudaMalloc", found[0].why)  # the message says what the lab allows
+    def test_a_lab_refusal_overrides_the_shared_list(self):
+        # Lab 07 refuses the occupancy queries the shared list allows everywhere else.
+        obj = self.objects["cheat_occupancy_api.cu"]
+        for lab, refused in (("07_occupancy", True), ("04_tiled_matmul", False)):
+            with self.subTest(lab=lab):
+                found = sc.check_object(obj, None, rules_for(lab), sc.SourceReport())
+                names = [v.name for v in found if v.name.startswith("cudaOccupancy")]
+                self.assertEqual(bool(names), refused, [v.describe() for v in found])
+                if refused:
+                    self.assertIn("labs/07_occupancy/grading.toml", found[0].why)
+                    self.assertIn("computing occupancy", found[0].why)
+
+    def test_a_global_of_ones_own_collides_with_nothing(self):
+        found = self.run_checks(self.proj / "labs" / "04_tiled_matmul" / "cheat_c_collisions.cu",
+                                "04_tiled_matmul", self.proj,
+                                self.objects["cheat_c_collisions.cu"])
+        self.assertEqual(sorted(v.name for v in found),
+                         ["_Hidden_state", "__libc_answer", "environ", "optind", "puts"])
+        by_name = {v.name: v.describe() for v in found}
+        self.assertIn("libc.so.6", by_name["puts"])
+        self.assertIn("reserved", by_name["__libc_answer"])
 
     def test_preprocessing_failure_is_a_check_error(self):
         bad = self.tmp / "bad.cu"

@@ -418,5 +418,90 @@ class TamperedReportTest(unittest.TestCase):
             self.assertIn(ALTERED_MESSAGE, runner.log[0])
 
 
+# A test binary that behaves like a Catch2 3 one run with `SPEC -r xml -o REPORT ...`: it
+# writes its report as it goes (flushed, as a file stream's buffer would be by then) and each
+# case does what its name says. "ends with exit" stands for exit/quick_exit/_Exit from the
+# student's code: the process ends mid-case, with the status given, the report cut short.
+FAKE_CATCH = """\
+#!{python}
+import os, sys
+cases = {cases!r}
+spec, report = sys.argv[1], sys.argv[sys.argv.index("-o") + 1]
+chosen = [c for c in cases if spec == "[host]" or spec.replace("\\\\", "") == c]
+out = open(report, "w")
+out.write('<?xml version="1.0" encoding="UTF-8"?>\\n<Catch2TestRun name="t">\\n')
+failed = 0
+for name in chosen:
+    out.write(f'<TestCase name="{{name}}" tags="[host]" filename="t.cpp" line="1">\\n')
+    out.flush()
+    if name.startswith("ends with exit"):
+        os._exit(int(name.split()[-1]))
+    if name == "aborts":
+        os.abort()
+    ok = not name.startswith("fails")
+    failed += not ok
+    if not ok:
+        out.write('<Expression success="false" type="CHECK" filename="t.cpp" line="3">'
+                  '<Original>x == 1</Original><Expanded>2 == 1</Expanded></Expression>')
+    out.write(f'<OverallResult success="{{str(ok).lower()}}" durationInSeconds="0.01"/>'
+              '</TestCase>\\n')
+out.write("</Catch2TestRun>\\n")
+out.close()
+sys.exit(failed)
+"""
+
+
+class EndedEarlyTest(unittest.TestCase):
+    """A student's exit, quick_exit, _Exit or abort ends the test process mid-case: the other
+    cases are re-run one per process and keep their results; the case that ended it fails
+    (also after exit(0)), with a reason the student can act on."""
+
+    NAMES = ["passes first", "fails a check", "ends with exit 0", "passes after",
+             "ends with exit 1", "aborts", "passes last"]
+
+    def run_layer(self, names: list[str]) -> tuple[dict[str, testrun.CaseRun], list[str]]:
+        with tempfile.TemporaryDirectory() as tmp:
+            binary = Path(tmp) / "lab99_tests_student"
+            binary.write_text(FAKE_CATCH.format(python=sys.executable, cases=names))
+            binary.chmod(0o755)
+            run_dir = Path(tmp) / "run"
+            run_dir.mkdir()
+            runner = Runner(run_dir, dict(os.environ), None, 1, 60)
+            found, _ = runner.run_layer(binary, "[host]", [Case(n, ("host",)) for n in names])
+        return found, runner.log
+
+    def test_only_the_case_that_ended_the_process_fails(self):
+        found, log = self.run_layer(self.NAMES)
+        self.assertEqual(set(found), set(self.NAMES))
+        status = {name: run.status for name, run in found.items()}
+        self.assertEqual(status, {
+            "passes first": testrun.PASSED, "fails a check": testrun.FAILED,
+            "ends with exit 0": testrun.CRASHED, "passes after": testrun.PASSED,
+            "ends with exit 1": testrun.CRASHED, "aborts": testrun.CRASHED,
+            "passes last": testrun.PASSED})
+        self.assertIn("re-running the remaining cases one per process", log[0])
+        zero = found["ends with exit 0"].messages[0]
+        self.assertIn("exit status 0", zero)
+        self.assertIn("your code called exit", zero)
+        self.assertIn("throw an exception or return an error instead", zero)
+        self.assertIn("exit status 1", found["ends with exit 1"].messages[0])
+        aborted = found["aborts"].messages[0]
+        self.assertIn("SIGABRT", aborted)
+        self.assertIn("std::abort", aborted)
+        self.assertIn("2 == 1", found["fails a check"].messages[0])
+
+    def test_exit_zero_in_the_only_case_is_no_pass(self):
+        found, _ = self.run_layer(["ends with exit 0"])
+        self.assertEqual(found["ends with exit 0"].status, testrun.CRASHED)
+
+    def test_the_message_for_each_way_out(self):
+        def outcome(rc, timed_out=False):
+            return Outcome(["t"], rc, timed_out, 3.0, "")
+        self.assertIn("exit status 3", testrun.ended_early(outcome(3)))
+        self.assertIn("SIGABRT", testrun.ended_early(outcome(-6)))
+        self.assertIn("SIGSEGV", testrun.ended_early(outcome(-11)))
+        self.assertIn("timed out", testrun.ended_early(outcome(None, True)))
+
+
 if __name__ == "__main__":
     unittest.main()
