@@ -3,13 +3,12 @@ kind) and `manifest.json`, from the stamps and results in the batch's folder."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import statistics
 from dataclasses import asdict
 from pathlib import Path
 
+from .. import csvsafe
 from ..atomic import write_atomic
 from ..exports.common import fmt_points
 from ..result import (BUILD_TIMEOUT, COMPILE_ERROR, CRASHED, ERROR, FAILED, GRADER_ERROR,
@@ -109,11 +108,7 @@ def collect(out_dir: Path) -> dict:
     # status last: the LMS join (exports/lms.py) fills it for roster rows without a grade
     columns = ["student", *plan.labs, "total", "max_points",
                *[f"{lab} status" for lab in plan.labs], *_pin_names(plan), "status"]
-    table = io.StringIO()
-    writer = csv.DictWriter(table, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    write_atomic(out_dir / "gradebook.csv", table.getvalue())
+    write_atomic(out_dir / "gradebook.csv", csvsafe.to_csv(rows, columns))
     write_atomic(out_dir / "summary.md",
                   summary_markdown(plan, scores, maxima, failures, missing, not_graded,
                                    seconds))

@@ -16,11 +16,11 @@ Moodle ("Grades > Import > CSV file"): one row per student with an identifier co
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from .. import csvsafe
 
 IDENTITY = ("name", "id", "sis_user_id", "sis_login_id", "email", "section")
 # Roster headers, lower case, as Canvas, Moodle and hand-made rosters spell them.
@@ -53,9 +53,9 @@ def _key(text: str) -> str:
 
 
 def read_csv(text: str) -> tuple[list[str], list[dict[str, str]]]:
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
-    rows = [{(k or "").strip(): (v or "").strip() for k, v in row.items()} for row in reader]
-    return [h.strip() for h in reader.fieldnames or []], rows
+    columns, rows = csvsafe.read_csv(text)
+    rows = [{k.strip(): v.strip() for k, v in row.items()} for row in rows]
+    return [h.strip() for h in columns], rows
 
 
 def roster_identity(row: dict[str, str]) -> dict[str, str]:
@@ -122,12 +122,8 @@ def _with_identity(row: dict[str, str], identity: dict[str, str]) -> dict[str, s
 
 
 def to_csv(rows: list[dict[str, str]], columns: list[str] | None = None) -> str:
-    buf = io.StringIO()
-    columns = columns or (list(rows[0]) if rows else [])
-    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()
+    """CSV text whose cells are safe to open (grader/csvsafe.py)."""
+    return csvsafe.to_csv(rows, columns or (list(rows[0]) if rows else []))
 
 
 def _points(row: dict[str, str], lab: LabColumn) -> str:
