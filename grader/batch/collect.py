@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .. import csvsafe
-from ..atomic import write_atomic
+from ..atomic import write_all
 from ..exports.common import fmt_points
 from ..result import (BUILD_TIMEOUT, COMPILE_ERROR, CRASHED, ERROR, FAILED, GRADER_ERROR,
                       NO_SUBMISSION, NOT_CONFIGURED, STATIC_VIOLATION, TIMEOUT, GradeResult)
@@ -54,7 +54,8 @@ def collect(out_dir: Path) -> dict:
     the manifest."""
     out_dir = Path(out_dir).resolve()
     plan = Plan.load(out_dir)
-    overrides = regrades.apply_overrides(out_dir, plan)
+    files: dict[Path, str | None] = {}  # everything this collect writes, written as one
+    overrides = regrades.apply_overrides(out_dir, plan, files)
     rows: list[dict[str, str]] = []
     manifest: dict = {"schema": PLAN_SCHEMA, "grader": grader_fingerprint(plan),
                       "labs": plan.labs, "seed": plan.seed, "students": {}}
@@ -66,7 +67,9 @@ def collect(out_dir: Path) -> dict:
     seconds = 0.0
     for sub in plan.submissions:
         stamp = read_stamp(out_dir, sub.student)
-        result = load_result(out_dir, sub.student)
+        changed = files.get(out_dir / sub.student / "result.json")
+        result = (GradeResult.from_json(changed) if changed is not None else
+                  load_result(out_dir, sub.student))
         row = {"student": sub.student}
         row.update(_pin_columns(plan, sub))
         if result is None:
@@ -108,11 +111,11 @@ def collect(out_dir: Path) -> dict:
     # status last: the LMS join (exports/lms.py) fills it for roster rows without a grade
     columns = ["student", *plan.labs, "total", "max_points",
                *[f"{lab} status" for lab in plan.labs], *_pin_names(plan), "status"]
-    write_atomic(out_dir / "gradebook.csv", csvsafe.to_csv(rows, columns))
-    write_atomic(out_dir / "summary.md",
-                  summary_markdown(plan, scores, maxima, failures, missing, not_graded,
-                                   seconds))
-    write_atomic(out_dir / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    files[out_dir / "gradebook.csv"] = csvsafe.to_csv(rows, columns)
+    files[out_dir / "summary.md"] = summary_markdown(plan, scores, maxima, failures, missing,
+                                                     not_graded, seconds)
+    files[out_dir / "manifest.json"] = json.dumps(manifest, indent=2) + "\n"
+    write_all(files)  # the students' overridden results and the class's files, as one
     regrades.write_integrity(out_dir, plan)
     return manifest
 
