@@ -65,6 +65,7 @@ def collect(out_dir: Path) -> dict:
     missing: list[str] = []
     not_graded = 0
     seconds = 0.0
+    late: list[tuple[str, str, float, float, float]] = []  # student, label, factor, after, before
     for sub in plan.submissions:
         stamp = read_stamp(out_dir, sub.student)
         changed = files.get(out_dir / sub.student / "result.json")
@@ -94,6 +95,8 @@ def collect(out_dir: Path) -> dict:
         lab_status = {x.lab: regrades.lab_status(asdict(x))
                       for x in result.labs}
         total = result.points * sub.late_factor
+        if sub.late_factor != 1.0:
+            late.append((sub.student, sub.late, sub.late_factor, total, result.points))
         row.update({"total": fmt_points(total), "max_points": fmt_points(result.max_points),
                     "status": status})
         row.update({f"{lab} status": lab_status.get(lab, "") for lab in plan.labs})
@@ -113,7 +116,7 @@ def collect(out_dir: Path) -> dict:
                *[f"{lab} status" for lab in plan.labs], *_pin_names(plan), "status"]
     files[out_dir / "gradebook.csv"] = csvsafe.to_csv(rows, columns)
     files[out_dir / "summary.md"] = summary_markdown(plan, scores, maxima, failures, missing,
-                                                     not_graded, seconds)
+                                                     not_graded, seconds, late)
     files[out_dir / "manifest.json"] = json.dumps(manifest, indent=2) + "\n"
     write_all(files)  # the students' overridden results and the class's files, as one
     regrades.write_integrity(out_dir, plan)
@@ -152,7 +155,8 @@ def histogram(values: list[float], top: float, bins: int = 10, width: int = 30) 
 
 def summary_markdown(plan: Plan, scores: dict[str, list[float]], maxima: dict[str, float],
                      failures: dict[str, list[str]], missing: list[str], not_graded: int,
-                     seconds: float) -> str:
+                     seconds: float,
+                     late: list[tuple[str, str, float, float, float]] = ()) -> str:
     out = [f"# Batch summary", "",
            f"{len(plan.submissions)} submission(s), labs {', '.join(plan.labs)}, seed "
            f"{plan.seed}; grading time {seconds:.0f} s in all (GPU waits excluded).", ""]
@@ -181,4 +185,11 @@ def summary_markdown(plan: Plan, scores: dict[str, list[float]], maxima: dict[st
     for kind in FAILURE_KINDS:
         who = failures[kind]
         out.append(f"| {kind} | {len(who)} | {', '.join(who)} |")
+    if late:
+        out += ["", "## Late penalties", "",
+                "The scores per lab above are before the penalty; the gradebook's are after.",
+                "", "| Student | Late | Factor | Points | Before the penalty |",
+                "|---|---|---:|---:|---:|"]
+        out += [f"| {student} | {label} | ×{factor:g} | {fmt_points(after)} | "
+                f"{fmt_points(before)} |" for student, label, factor, after, before in late]
     return "\n".join(out) + "\n"

@@ -237,6 +237,7 @@ def _result_files(plan: Plan, student_dir: Path, data: dict,
                   files: dict[Path, str | None]) -> None:
     """result.json and the plan's exports of `data`, as texts to write."""
     result = GradeResult.from_dict(data)
+    result.refresh_late()  # the late factor kept, the scores beside it recomputed
     files[student_dir / "result.json"] = result.to_json() + "\n"
     for fmt in dict.fromkeys(plan.formats):
         path, make = WRITERS[fmt]
