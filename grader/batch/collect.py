@@ -123,13 +123,14 @@ def collect(out_dir: Path) -> dict:
     return manifest
 
 
-PIN_FIELDS = ("source", "sha", "commit_time", "deadline", "late", "late_factor")
+PIN_FIELDS = ("source", "sha", "commit_time", "fetched_at", "deadline", "late", "late_factor")
 
 
 def _pin_names(plan: Plan) -> list[str]:
     """The deadline columns, where the batch has deadlines or git submissions."""
     names = ["late"] if plan.deadline or any(s.deadline for s in plan.submissions) else []
-    return names + (["sha", "commit_time"] if any(s.sha for s in plan.submissions) else [])
+    names += ["sha", "commit_time"] if any(s.sha for s in plan.submissions) else []
+    return names + (["fetched_at"] if any(s.fetched_at for s in plan.submissions) else [])
 
 
 def _pin_columns(plan: Plan, sub) -> dict[str, str]:

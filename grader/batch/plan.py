@@ -49,6 +49,7 @@ class Submission:
     deadline: str | None = None  # the student's deadline (an extension, else the batch's)
     late: str = ""  # the gradebook's `late` column
     late_factor: float = 1.0  # what the late policy multiplies the points by
+    fetched_at: str | None = None  # when the staff fetched the repository (--fetched-at)
 
 
 @dataclass

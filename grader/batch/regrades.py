@@ -71,11 +71,51 @@ def is_git_submission(path: Path) -> bool:
     return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
 
 
+def read_fetched(text: str | None) -> dict[str, str] | str | None:
+    """--fetched-at: one ISO 8601 time for every repository, or a CSV file with the columns
+    student,fetched_at (student -> time). Raises BatchProblems (file, row, what is wrong)."""
+    if not text:
+        return None
+    path = Path(text)
+    if not path.is_file():
+        try:
+            deadlines.parse_time(text)
+        except deadlines.DeadlineError as err:
+            raise BatchProblems([f"--fetched-at: {err} (or give a CSV student,fetched_at)"]) \
+                from None
+        return text
+    out, problems = {}, []
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        header = [h.strip().lower() for h in reader.fieldnames or []]
+        if "student" not in header or "fetched_at" not in header:
+            raise BatchProblems([f"{path}: needs the columns student,fetched_at (found: "
+                                 f"{', '.join(header) or 'none'})"])
+        for number, row in enumerate(reader, start=2):
+            row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+            try:
+                deadlines.parse_time(row.get("fetched_at", ""))
+            except deadlines.DeadlineError as err:
+                problems.append(f"{path}:{number}: {row.get('student') or 'nobody'}: {err}")
+                continue
+            out[row.get("student", "")] = row["fetched_at"]
+    if problems:
+        raise BatchProblems(problems)
+    return out
+
+
+def fetched_for(student: str, fetched: dict[str, str] | str | None) -> str | None:
+    return fetched.get(student) if isinstance(fetched, dict) else fetched
+
+
 def pin_git(subs: list[Submission], out_dir: Path, deadline: str | None,
-            extensions: dict[str, str], policy: str) -> list[str]:
+            extensions: dict[str, str], policy: str,
+            fetched: dict[str, str] | str | None = None) -> list[str]:
     """Each git submission replaced by its due commit's tree (`<out>/.pinned/<student>`),
     with the commit's SHA and time and the lateness recorded; the others keep their path.
-    Returns a warning per submission with no commit to grade."""
+    A repository with a fetch time (`fetched`, read_fetched) is graded at its HEAD, late by
+    that time (deadlines.pin_fetched). Returns a warning per submission with no commit to
+    grade."""
     late_policy = deadlines.LatePolicy.parse(policy)
     warnings = []
     for sub in subs:
@@ -87,10 +127,14 @@ def pin_git(subs: list[Submission], out_dir: Path, deadline: str | None,
             continue
         dest = out_dir / ".pinned" / sub.student
         shutil.rmtree(dest, ignore_errors=True)
+        at = fetched_for(sub.student, fetched)
         try:
-            pinned = deadlines.pin_submission(source, dest, due, late_policy)
+            pinned = (deadlines.pin_fetched(source, dest, deadlines.parse_time(at), due,
+                                            late_policy) if at else
+                      deadlines.pin_submission(source, dest, due, late_policy))
         except deadlines.DeadlineError as err:
             raise BatchError(f"{sub.student}: {err}") from None
+        sub.fetched_at = deadlines.parse_time(at).isoformat() if at else None
         sub.source, sub.sha, sub.commit_time = str(source), pinned.sha, pinned.commit_time
         sub.late, sub.late_factor = pinned.late.label, pinned.late.factor
         if pinned.error:

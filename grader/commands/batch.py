@@ -89,6 +89,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--late-policy", default="cutoff",
                    help="cutoff (default: later commits ignored), accept, zero, or "
                         "per-day:PERCENT[:MAXDAYS] (the newest commit, points reduced)")
+    p.add_argument("--fetched-at", default=None, metavar="TIME|CSV",
+                   help="when the git submissions were cloned or fetched by the staff: one "
+                        "ISO 8601 time, or a CSV student,fetched_at; each is graded at its "
+                        "HEAD as fetched, late by that time (commit dates are the student's "
+                        "claim), recorded in the gradebook's fetched_at column")
     p.add_argument("--collect", type=Path, metavar="DIR",
                    help="merge DIR's results into DIR/gradebook.csv and DIR/summary.md")
     p.add_argument("--roster", type=Path, default=None,
@@ -231,7 +236,9 @@ def _plan(args: argparse.Namespace, out: Path, old: "batch.Plan | None") -> "bat
     for source in (args.submissions, args.roster):
         if source is not None and Path(source).is_file():
             extensions.update(regrades.read_extensions(Path(source)))
-    for warning in regrades.pin_git(subs, out, args.deadline, extensions, args.late_policy):
+    fetched = regrades.read_fetched(args.fetched_at)
+    for warning in regrades.pin_git(subs, out, args.deadline, extensions, args.late_policy,
+                                    fetched):
         print(f"batch: {warning}", file=sys.stderr)
     plan = batch.Plan(repo=str(ROOT), labs=[lab.folder for lab in labs],
                       seed=seed if seed is not None else batch.new_seed(),
@@ -289,11 +296,45 @@ def check_inputs(args: argparse.Namespace, out: Path, old: "batch.Plan | None",
                                 info, args.roster.name)
             except lms.RosterError as err:
                 problems += err.problems
+    problems += _fetch_problems(args, subs)
     if old is not None and (out / regrades.OVERRIDES).is_file():
         problems += regrades.override_problems(out, old)
     if problems:
         raise batch.BatchProblems(problems)
     return staging, subs
+
+
+def _fetch_problems(args: argparse.Namespace, subs: list["batch.Submission"]) -> list[str]:
+    """--fetched-at: readable, naming students of the batch, and, under the cutoff policy,
+    no fetch after the student's deadline."""
+    from .. import deadlines
+    try:
+        fetched = regrades.read_fetched(args.fetched_at)
+    except batch.BatchProblems as err:
+        return err.problems
+    if fetched is None:
+        return []
+    names = {s.student for s in subs}
+    problems = [f"--fetched-at: {s!r} is not in this batch"
+                for s in (fetched if isinstance(fetched, dict) else []) if s not in names]
+    try:
+        policy = deadlines.LatePolicy.parse(args.late_policy)
+        extensions = {}
+        for source in (args.submissions, args.roster):
+            if source is not None and Path(source).is_file():
+                extensions.update(regrades.read_extensions(Path(source)))
+        for sub in subs:
+            at = regrades.fetched_for(sub.student, fetched)
+            due = deadlines.deadline_for(sub.student, args.deadline, extensions)
+            if at and due and not policy.grades_newest and deadlines.parse_time(at) > due:
+                problems.append(f"--fetched-at: {sub.student} was fetched at {at}, after "
+                                f"the deadline {due.isoformat()}: under the cutoff policy "
+                                "which commits were there at the deadline is only the "
+                                "student's word (fetch at the deadline, or give a "
+                                "--late-policy)")
+    except deadlines.DeadlineError:
+        pass  # told by the checks of the deadline, the policy and the extensions
+    return problems
 
 
 def check_folder(args: argparse.Namespace, out: Path) -> None:
