@@ -47,7 +47,8 @@ def write_all(files: dict[Path, str | None], mode: int = 0o600) -> list[Path]:
                 if text is None:
                     Path(path).unlink(missing_ok=True)
                 else:
-                    os.replace(tmps.pop(Path(path)), path)
+                    os.replace(tmps[Path(path)], path)
+                    del tmps[Path(path)]
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
     finally:

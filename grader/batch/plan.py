@@ -120,12 +120,12 @@ def read_submissions(source: Path) -> list[Submission]:
     """A folder with one submission per student (a folder laid out like the repository,
     or a git repository), or a CSV roster with columns student,path (paths relative to the
     roster's folder). Raises BatchProblems with every problem found: a name that cannot be
-    a folder or is one of the batch's own files, a student twice (letter case aside), a
+    a folder or is one of the batch's own files, a student twice, a
     path that does not exist, a student folder that is a symbolic link, two students with
     one folder."""
     source = Path(source)
     subs: list[Submission] = []
-    where: dict[str, str] = {}  # student -> where they are named (for the messages)
+    where: list[str] = []  # where each submission is named (for the messages)
     links: dict[str, str] = {}  # student -> the folder a link of theirs points to
     problems: list[str] = []
     if source.is_file():
@@ -148,7 +148,7 @@ def read_submissions(source: Path) -> list[Submission]:
                 if path.is_symlink():
                     links[row["student"]] = str(path.resolve())
                 subs.append(Submission(row["student"], str(path.resolve())))
-                where[row["student"]] = f"{source}:{number}"
+                where.append(f"{source}:{number}")
     elif source.is_dir():
         for entry in sorted(source.iterdir()):
             if entry.name.startswith(".") or not entry.is_dir():
@@ -157,25 +157,22 @@ def read_submissions(source: Path) -> list[Submission]:
             if entry.is_symlink():
                 links[name] = str(entry.resolve())
             subs.append(Submission(name, str(entry.resolve())))
-            where[name] = str(entry)
+            where.append(str(entry))
     else:
         raise BatchProblems([f"{source} is neither a folder of submissions nor a CSV roster"])
     seen: dict[str, str] = {}
     folders: dict[str, str] = {}
-    for sub in subs:
-        here = where[sub.student]
+    for sub, here in zip(subs, where):
         if not NAME_RE.match(sub.student):
             problems.append(f"{here}: student name {sub.student!r} cannot be a folder name "
                             "(use letters, digits and . _ @ + -)")
         elif sub.student.casefold() in RESERVED:
             problems.append(f"{here}: student name {sub.student!r} is one of the batch's own "
                             "files (name the student otherwise)")
-        if sub.student.casefold() in seen:
-            other = seen[sub.student.casefold()]
-            problems.append(f"{here}: student {sub.student!r} appears twice" +
-                            ("" if other == sub.student else f" (as {other!r}: names that "
-                             "differ only in letter case share a folder on some systems)"))
-        seen.setdefault(sub.student.casefold(), sub.student)
+        if sub.student in seen:
+            problems.append(f"{here}: student {sub.student!r} appears twice (also at "
+                            f"{seen[sub.student]})")
+        seen.setdefault(sub.student, here)
         if sub.student in links:
             problems.append(f"{here}: {sub.student}'s submission is a symbolic link to "
                             f"{links[sub.student]} (refused: one submission is one "
