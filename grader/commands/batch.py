@@ -257,7 +257,8 @@ def check_inputs(args: argparse.Namespace, out: Path, old: "batch.Plan | None",
                  labs: list) -> tuple["Staging | None", list["batch.Submission"]]:
     """Every input of a batch checked before anything is written: the deadline and the
     late policy, the submissions (a folder, a CSV roster or an LMS download: names, links,
-    folders shared), extensions, the LMS roster's join and overrides.csv. Returns the
+    folders shared), extensions, --fetched-at, --only and --only-status, the LMS roster's
+    join and overrides.csv. Returns the
     download to stage (None for a folder or a roster) and the submissions; raises
     BatchProblems with one line per problem."""
     from .. import deadlines
@@ -297,6 +298,13 @@ def check_inputs(args: argparse.Namespace, out: Path, old: "batch.Plan | None",
             except lms.RosterError as err:
                 problems += err.problems
     problems += _fetch_problems(args, subs)
+    from .. import regrade
+    for only, status in ((args.only, None), (None, args.only_status)):
+        try:
+            if only or status:
+                regrade.select_students(students, {}, only, status)
+        except regrade.RegradeError as err:
+            problems.append(str(err))
     if old is not None and (out / regrades.OVERRIDES).is_file():
         problems += regrades.override_problems(out, old)
     if problems:

@@ -67,6 +67,7 @@ CASES = {
     "git_fetched_after_deadline_under_cutoff": "refused (exit 2): the fetch proves nothing then",
     "fetched_at_recorded": "fetched_at in batch.json, manifest.json and gradebook.csv",
     "roster_join_checked_before_grading": "an ambiguous roster refuses the batch before grading",
+    "regrade_of_unknown_student": "refused (exit 2), the plan left as it was",
 }
 
 
@@ -412,6 +413,14 @@ class BatchAdversarialTest(unittest.TestCase):
             with self.assertRaises(KeyboardInterrupt):
                 batch.collect(self.out)
         self.assertEqual(self.snapshot(), before)  # no temporary file left either
+
+    def test_regrade_of_unknown_student(self):
+        self.graded_three()
+        before = self.snapshot()
+        code = self.batch("--out", str(self.out), "--only", "ann,zoe", "--only-status",
+                          "lost", grade=False)
+        self.refused(code, "--only: not in this batch: zoe", "--only-status: unknown status lost")
+        self.assertEqual(self.snapshot(), before)
 
     # ----------------------------------------------------------------- late penalties
 
