@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .. import csvsafe
 from ..atomic import write_all
+from ..submissions import slug
 
 IDENTITY = ("name", "id", "sis_user_id", "sis_login_id", "email", "section")
 # Roster headers, lower case, as Canvas, Moodle and hand-made rosters spell them.
@@ -91,7 +92,6 @@ def _name_forms(name: str) -> set[str]:
     """The spellings a roster name is matched by, each compared exactly (case included):
     the name with its spaces collapsed, "First Last" for "Last, First", and the folder
     name the grader makes of it (submissions.slug)."""
-    from ..submissions import slug
     name = " ".join(name.split())
     if not name:
         return set()
@@ -102,11 +102,11 @@ def _name_forms(name: str) -> set[str]:
     return forms
 
 
+LINE = "\0line"  # a roster row's line in its file, set by read_roster
+
+
 def _roster_line(row: dict[str, str], index: int) -> str:
     return str(row.get(LINE, index + 2))
-
-
-LINE = "\0line"  # a roster row's line in its file, set by write_files
 
 
 def join_roster(gradebook: list[dict[str, str]], roster: list[dict[str, str]],
