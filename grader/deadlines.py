@@ -5,8 +5,11 @@ student's deadline, or the newest under a policy that accepts late work), export
 late policy that turns a commit's lateness into a factor and a gradebook column.
 
 Commit times are the committer dates recorded in the student's repository: a student can
-set them. Where that matters, grade clones made at the deadline (or use the server's push
-times), and treat these times as what the student's repository says.
+set them, so they prove nothing about when the work was done. What does prove it is a copy
+made by the staff: `batch --fetched-at` takes the time each repository was cloned or
+fetched (one time, or a CSV `student,fetched_at`); the grader then grades the repository's
+HEAD as fetched — what was there at that moment — and the lateness comes from the fetch
+time, never from a commit date (`pin_fetched`).
 """
 
 from __future__ import annotations
@@ -190,6 +193,24 @@ class Pinned:
     deadline: str | None
     late: Lateness
     error: str | None = None  # e.g. no commit before the deadline
+
+
+def pin_fetched(path: Path, dest: Path, fetched_at: datetime, deadline: datetime | None,
+                policy: LatePolicy | None = None) -> Pinned:
+    """For a git submission fetched by the staff at `fetched_at`: exports its HEAD (what the
+    repository held when it was fetched) into `dest`; late by the fetch time. Under the
+    cutoff policy a fetch after the deadline is refused (DeadlineError): which commits were
+    there at the deadline is then only the student's word."""
+    policy = policy or LatePolicy()
+    when = deadline.isoformat() if deadline else None
+    if deadline is not None and fetched_at > deadline and not policy.grades_newest:
+        raise DeadlineError(f"fetched at {fetched_at.isoformat()}, after the deadline {when}: "
+                            "the cutoff policy cannot tell which commits were there at the "
+                            "deadline (fetch at the deadline, or give a --late-policy)")
+    commit = commit_info(Path(path), "HEAD")
+    export_commit(Path(path), commit.sha, Path(dest))
+    return Pinned(Path(dest), commit.sha, commit.time.isoformat(), when,
+                  lateness(fetched_at, deadline, policy))
 
 
 def pin_submission(path: Path, dest: Path, deadline: datetime | None,

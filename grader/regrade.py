@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from . import csvsafe
+
 STATUSES = ("error", "timeout", "review", "incomplete", "interrupted", "not graded yet",
             "graded")
 HISTORY_FILE = "history.jsonl"
@@ -87,9 +89,7 @@ def select_students(students: list[str], statuses: dict[str, set[str]],
 def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     """(columns, rows) of a gradebook CSV; ([], []) when there is none (reads a file)."""
     try:
-        with Path(path).open(newline="", encoding="utf-8") as f:
-            reader = csv.DictReader(f)
-            return list(reader.fieldnames or []), list(reader)
+        return csvsafe.read_csv(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         return [], []
 

@@ -211,11 +211,51 @@ class GradeResult:
     # no jail could be made, {"jailed": false, "why": ...} (grading went on, less protected)
     sandbox: dict[str, Any] = field(default_factory=dict)
     gpu_seconds: float = 0.0  # the labs' gpu_seconds, added up
+    # A late submission of a batch with a late policy (grader/deadlines.py): {"factor": 0.8,
+    # "label": "late 1.20 days (-20%)", "points": the score after the penalty,
+    # "unpenalised_points": `points` above, "deadline", "commit_time"}; {} when on time
+    # or without a deadline (then left out of result.json). `points` stays the rubric's.
+    late: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["labs"] = [lab.to_dict() for lab in self.labs]
+        if not self.late:
+            del out["late"]
         return out
+
+    @property
+    def late_factor(self) -> float:
+        return float(self.late.get("factor", 1.0)) if self.late else 1.0
+
+    @property
+    def final_points(self) -> float:
+        """The score the student gets: `points` times the late factor."""
+        return round(self.points * self.late_factor, 4) + 0.0
+
+    def set_late(self, factor: float, label: str, deadline: str | None = None,
+                 commit_time: str | None = None) -> None:
+        """Records the late policy's factor (nothing when it is 1 and nothing was said)."""
+        if factor == 1.0 and not label.startswith("late"):
+            self.late = {}
+            return
+        self.late = {"factor": factor, "label": label, "deadline": deadline,
+                     "commit_time": commit_time}
+        self.refresh_late()
+
+    def refresh_late(self) -> None:
+        """The penalised and unpenalised scores again, after `points` changed (an
+        override, a rescore)."""
+        if self.late:
+            self.late.update(points=self.final_points, unpenalised_points=self.points)
+
+    def late_note(self) -> str:
+        """"Late penalty: ×0.8 (late 1.20 days (-20%)): 43.2 points, 54 before the
+        penalty." or "" when none."""
+        if not self.late:
+            return ""
+        return (f"Late penalty: ×{self.late_factor:g} ({self.late.get('label', 'late')}): "
+                f"{self.final_points:g} points, {self.points:g} before the penalty.")
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False)

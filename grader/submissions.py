@@ -40,6 +40,21 @@ MOODLE_RE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>
 _AGAIN_RE = re.compile(r"-(?P<n>\d+)(?=\.[^.]+$)")  # Canvas: tiled_matmul-1.cu
 
 
+# The batch's own files and folders in --out: no student's folder may take one of these
+# names (compared without letter case).
+RESERVED = frozenset(n.casefold() for n in (
+    "batch.json", "gradebook.csv", "summary.md", "manifest.json", "integrity.md",
+    "overrides.csv", "canvas-import.csv", "moodle-import.csv", STAGED, "slurm", "fetched.json"))
+
+
+class DownloadError(ValueError):
+    """An LMS download the grader cannot map onto students for sure: one line per problem."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
 @dataclass
 class Download:
     """One student's entry in an LMS download."""
@@ -167,11 +182,30 @@ def read_moodle(folder: Path, by_name: dict[str, str]) -> dict[str, Download]:
 
 
 def _name_students(found: dict[str, Download]) -> list[Download]:
-    """Folder names: the login or the name, with the LMS id added where two would clash."""
+    """Folder names: the login or the name (submissions.slug), with the LMS id added where
+    two would be the same (letter case aside, as on a file system that ignores it) or where
+    the name is one of the batch's own files. Raises DownloadError when two are still the
+    same (never a folder graded for two students)."""
     downloads = list(found.values())
     names = [slug(d.name) for d in downloads]
+    with_id = [False] * len(downloads)
+    for _ in range(2):
+        folded = [n.casefold() for n in names]
+        for i, d in enumerate(downloads):
+            clash = folded.count(folded[i]) > 1 or folded[i] in RESERVED
+            if clash and not with_id[i]:
+                names[i], with_id[i] = f"{names[i]}_{d.lms_id}", True
+    folded = [n.casefold() for n in names]
+    problems = []
+    for i, d in enumerate(downloads):
+        same = [downloads[j] for j in range(len(downloads)) if folded[j] == folded[i] and j != i]
+        if same or folded[i] in RESERVED:
+            who = ", ".join(f"{x.name!r} (id {x.lms_id})" for x in [d, *same])
+            problems.append(f"{d.source} download: {who} would share the folder {names[i]!r}")
+    if problems:
+        raise DownloadError(sorted(set(problems)))
     for d, name in zip(downloads, names):
-        d.student = name if names.count(name) == 1 else f"{name}_{d.lms_id}"
+        d.student = name
     return downloads
 
 
@@ -185,53 +219,100 @@ def flat_folders(folder: Path, by_name: dict[str, str]) -> bool:
     return False
 
 
-def stage_download(source: Path, out_dir: Path, labs: list[LabPaths]) -> Path:
-    """`source` itself when it is not a Canvas or Moodle download nor a folder of flat
-    uploads; otherwise the folder (under `out_dir`) where each student's files were copied
-    to their lab paths, one folder per student, with `lms.json` describing who is who."""
+@dataclass
+class Staging:
+    """An LMS download or a folder of flat uploads read and named, nothing written yet."""
+
+    source: Path
+    kind: str  # "canvas", "moodle" or "folders"
+    downloads: list[Download]  # "folders": one per student folder, its name as is
+    ignored: list[str] = field(default_factory=list)  # entries that are no student's
+    by_name: dict[str, str] = field(default_factory=dict)  # student_files_by_name
+
+    @property
+    def info(self) -> dict[str, dict]:
+        return {d.student: asdict(d) for d in self.downloads if d.source != "folders"}
+
+
+def read_download(source: Path, labs: list[LabPaths]) -> Staging | None:
+    """The download at `source`, its students named (nothing written); None when it is not
+    a Canvas or Moodle download nor a folder of flat uploads. Raises DownloadError where two
+    students would share a folder or a student's folder is a symbolic link."""
     source = Path(source)
     by_name = student_files_by_name(labs)
     kind = layout(source) or ("folders" if flat_folders(source, by_name) else None)
     if kind is None:
-        return source
+        return None
     if kind == "folders":
-        return _stage_folders(source, Path(out_dir) / STAGED, by_name)
+        return _read_folders(source, by_name)
+    pattern = CANVAS_RE if kind == "canvas" else MOODLE_RE
+    ignored = sorted(e.name for e in source.iterdir()
+                     if not e.name.startswith(".") and not pattern.match(e.name))
     found = (read_canvas if kind == "canvas" else read_moodle)(source, by_name)
+    links = sorted(e.name for e in source.iterdir() if pattern.match(e.name) and e.is_symlink())
+    if links:
+        raise DownloadError([f"{source / name}: a symbolic link (a download holds the files "
+                             "themselves; one submission is one student's)" for name in links])
+    return Staging(source, kind, _name_students(found), ignored)
+
+
+def write_staging(staging: Staging, out_dir: Path) -> Path:
+    """The students' files copied to their lab paths, one folder each, under
+    `out_dir`/lms-submissions, with lms.json saying who is who and which files of the
+    download were ignored; returns that folder."""
     dest = Path(out_dir) / STAGED
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    info = {}
-    for d in _name_students(found):
+    if staging.kind == "folders":
+        for d in staging.downloads:
+            (dest / d.student).mkdir()
+            stage_flat(staging.source / d.student, dest / d.student, staging.by_name)
+        return dest
+    for d in staging.downloads:
         folder = dest / d.student
         folder.mkdir()
         for rel, downloaded in list(d.files.items()):
-            if not _copy(source / downloaded, folder / rel):
+            if not _copy(staging.source / downloaded, folder / rel):
                 d.ignored.append(downloaded)
                 del d.files[rel]
-        info[d.student] = asdict(d)
+    info = {"students": staging.info, "ignored": staging.ignored}
     (dest / INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     return dest
 
 
-def _stage_folders(source: Path, dest: Path, by_name: dict[str, str]) -> Path:
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
+def stage_download(source: Path, out_dir: Path, labs: list[LabPaths]) -> Path:
+    """`source` itself when it is not a Canvas or Moodle download nor a folder of flat
+    uploads; otherwise the folder (under `out_dir`) where each student's files were copied
+    to their lab paths, one folder per student, with `lms.json` describing who is who."""
+    staging = read_download(source, labs)
+    return Path(source) if staging is None else write_staging(staging, out_dir)
+
+
+def _read_folders(source: Path, by_name: dict[str, str]) -> Staging:
+    downloads, problems = [], []
     for entry in sorted(source.iterdir()):
-        if entry.is_dir() and not entry.is_symlink() and not entry.name.startswith("."):
-            (dest / entry.name).mkdir()
-            stage_flat(entry, dest / entry.name, by_name)
-    return dest
+        if entry.name.startswith("."):
+            continue
+        if entry.is_symlink() and entry.is_dir():
+            problems.append(f"{entry}: a symbolic link to {entry.resolve()} (one submission "
+                            "is one student's folder)")
+        elif entry.is_dir():
+            downloads.append(Download(entry.name, "folders", entry.name, ""))
+    if problems:
+        raise DownloadError(problems)
+    return Staging(source, "folders", downloads, by_name=by_name)
 
 
 def read_info(out_dir: Path) -> dict[str, dict]:
     """The students of a staged download (`lms.json`), {} when the batch had none."""
     try:
-        return json.loads((Path(out_dir) / STAGED / INFO_FILE).read_text(encoding="utf-8"))
+        data = json.loads((Path(out_dir) / STAGED / INFO_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return data.get("students", {}) if "students" in data else data
 
 
 __all__ = ["Download", "student_files_by_name", "stage_flat", "stage_download", "layout",
-           "read_canvas", "read_moodle", "read_info", "base_name", "slug", "STAGED"]
+           "read_canvas", "read_moodle", "read_info", "base_name", "slug", "STAGED",
+           "read_download", "write_staging", "Staging", "DownloadError", "RESERVED"]

@@ -3,14 +3,13 @@ kind) and `manifest.json`, from the stamps and results in the batch's folder."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import statistics
 from dataclasses import asdict
 from pathlib import Path
 
-from ..atomic import write_atomic
+from .. import csvsafe
+from ..atomic import write_all
 from ..exports.common import fmt_points
 from ..result import (BUILD_TIMEOUT, COMPILE_ERROR, CRASHED, ERROR, FAILED, GRADER_ERROR,
                       NO_SUBMISSION, NOT_CONFIGURED, STATIC_VIOLATION, TIMEOUT, GradeResult)
@@ -55,7 +54,8 @@ def collect(out_dir: Path) -> dict:
     the manifest."""
     out_dir = Path(out_dir).resolve()
     plan = Plan.load(out_dir)
-    overrides = regrades.apply_overrides(out_dir, plan)
+    files: dict[Path, str | None] = {}  # everything this collect writes, written as one
+    overrides = regrades.apply_overrides(out_dir, plan, files)
     rows: list[dict[str, str]] = []
     manifest: dict = {"schema": PLAN_SCHEMA, "grader": grader_fingerprint(plan),
                       "labs": plan.labs, "seed": plan.seed, "students": {}}
@@ -65,9 +65,12 @@ def collect(out_dir: Path) -> dict:
     missing: list[str] = []
     not_graded = 0
     seconds = 0.0
+    late: list[tuple[str, str, float, float, float]] = []  # student, label, factor, after, before
     for sub in plan.submissions:
         stamp = read_stamp(out_dir, sub.student)
-        result = load_result(out_dir, sub.student)
+        changed = files.get(out_dir / sub.student / "result.json")
+        result = (GradeResult.from_json(changed) if changed is not None else
+                  load_result(out_dir, sub.student))
         row = {"student": sub.student}
         row.update(_pin_columns(plan, sub))
         if result is None:
@@ -92,6 +95,8 @@ def collect(out_dir: Path) -> dict:
         lab_status = {x.lab: regrades.lab_status(asdict(x))
                       for x in result.labs}
         total = result.points * sub.late_factor
+        if sub.late_factor != 1.0:
+            late.append((sub.student, sub.late, sub.late_factor, total, result.points))
         row.update({"total": fmt_points(total), "max_points": fmt_points(result.max_points),
                     "status": status})
         row.update({f"{lab} status": lab_status.get(lab, "") for lab in plan.labs})
@@ -109,26 +114,23 @@ def collect(out_dir: Path) -> dict:
     # status last: the LMS join (exports/lms.py) fills it for roster rows without a grade
     columns = ["student", *plan.labs, "total", "max_points",
                *[f"{lab} status" for lab in plan.labs], *_pin_names(plan), "status"]
-    table = io.StringIO()
-    writer = csv.DictWriter(table, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    write_atomic(out_dir / "gradebook.csv", table.getvalue())
-    write_atomic(out_dir / "summary.md",
-                  summary_markdown(plan, scores, maxima, failures, missing, not_graded,
-                                   seconds))
-    write_atomic(out_dir / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    files[out_dir / "gradebook.csv"] = csvsafe.to_csv(rows, columns)
+    files[out_dir / "summary.md"] = summary_markdown(plan, scores, maxima, failures, missing,
+                                                     not_graded, seconds, late)
+    files[out_dir / "manifest.json"] = json.dumps(manifest, indent=2) + "\n"
+    write_all(files)  # the students' overridden results and the class's files, as one
     regrades.write_integrity(out_dir, plan)
     return manifest
 
 
-PIN_FIELDS = ("source", "sha", "commit_time", "deadline", "late", "late_factor")
+PIN_FIELDS = ("source", "sha", "commit_time", "fetched_at", "deadline", "late", "late_factor")
 
 
 def _pin_names(plan: Plan) -> list[str]:
     """The deadline columns, where the batch has deadlines or git submissions."""
     names = ["late"] if plan.deadline or any(s.deadline for s in plan.submissions) else []
-    return names + (["sha", "commit_time"] if any(s.sha for s in plan.submissions) else [])
+    names += ["sha", "commit_time"] if any(s.sha for s in plan.submissions) else []
+    return names + (["fetched_at"] if any(s.fetched_at for s in plan.submissions) else [])
 
 
 def _pin_columns(plan: Plan, sub) -> dict[str, str]:
@@ -154,7 +156,8 @@ def histogram(values: list[float], top: float, bins: int = 10, width: int = 30) 
 
 def summary_markdown(plan: Plan, scores: dict[str, list[float]], maxima: dict[str, float],
                      failures: dict[str, list[str]], missing: list[str], not_graded: int,
-                     seconds: float) -> str:
+                     seconds: float,
+                     late: list[tuple[str, str, float, float, float]] = ()) -> str:
     out = [f"# Batch summary", "",
            f"{len(plan.submissions)} submission(s), labs {', '.join(plan.labs)}, seed "
            f"{plan.seed}; grading time {seconds:.0f} s in all (GPU waits excluded).", ""]
@@ -183,4 +186,11 @@ def summary_markdown(plan: Plan, scores: dict[str, list[float]], maxima: dict[st
     for kind in FAILURE_KINDS:
         who = failures[kind]
         out.append(f"| {kind} | {len(who)} | {', '.join(who)} |")
+    if late:
+        out += ["", "## Late penalties", "",
+                "The scores per lab above are before the penalty; the gradebook's are after.",
+                "", "| Student | Late | Factor | Points | Before the penalty |",
+                "|---|---|---:|---:|---:|"]
+        out += [f"| {student} | {label} | ×{factor:g} | {fmt_points(after)} | "
+                f"{fmt_points(before)} |" for student, label, factor, after, before in late]
     return "\n".join(out) + "\n"

@@ -13,6 +13,7 @@ from ..atomic import write_atomic
 from ..gpu import DEFAULT_LOCK
 from ..paths import LabPaths, find_lab
 from ..result import GradeResult
+from ..submissions import RESERVED
 
 PLAN_SCHEMA = "cml-batch/1"
 PLAN_FILE = "batch.json"
@@ -29,6 +30,15 @@ class BatchError(Exception):
     """A problem with the batch's input (roster, folder, plan): said to the user as is."""
 
 
+class BatchProblems(BatchError):
+    """Every problem found in a batch's inputs before anything was written: one line each
+    (the file, the row where there is one, what is wrong)."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = list(problems)
+
+
 @dataclass
 class Submission:
     student: str
@@ -39,6 +49,7 @@ class Submission:
     deadline: str | None = None  # the student's deadline (an extension, else the batch's)
     late: str = ""  # the gradebook's `late` column
     late_factor: float = 1.0  # what the late policy multiplies the points by
+    fetched_at: str | None = None  # when the staff fetched the repository (--fetched-at)
 
 
 @dataclass
@@ -108,16 +119,22 @@ class Stamp:
 def read_submissions(source: Path) -> list[Submission]:
     """A folder with one submission per student (a folder laid out like the repository,
     or a git repository), or a CSV roster with columns student,path (paths relative to the
-    roster's folder)."""
+    roster's folder). Raises BatchProblems with every problem found: a name that cannot be
+    a folder or is one of the batch's own files, a student twice, a
+    path that does not exist, a student folder that is a symbolic link, two students with
+    one folder."""
     source = Path(source)
     subs: list[Submission] = []
+    where: list[str] = []  # where each submission is named (for the messages)
+    links: dict[str, str] = {}  # student -> the folder a link of theirs points to
+    problems: list[str] = []
     if source.is_file():
         with source.open(newline="", encoding="utf-8-sig") as f:
             reader = csv.DictReader(f)
             header = [h.strip().lower() for h in (reader.fieldnames or [])]
             if "student" not in header or "path" not in header:
-                raise BatchError(f"{source}: a roster needs the columns student,path "
-                                 f"(found: {', '.join(header) or 'none'})")
+                raise BatchProblems([f"{source}: a roster needs the columns student,path "
+                                     f"(found: {', '.join(header) or 'none'})"])
             for number, row in enumerate(reader, start=2):
                 row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
                 if not row.get("student") and not row.get("path"):
@@ -125,27 +142,49 @@ def read_submissions(source: Path) -> list[Submission]:
                 path = Path(row["path"])
                 if not path.is_absolute():
                     path = source.parent / path
-                subs.append(Submission(row["student"], str(path.resolve())))
                 if not path.exists():
-                    raise BatchError(f"{source}:{number}: {row['path']} does not exist")
+                    problems.append(f"{source}:{number}: {row['path']} does not exist")
+                    continue
+                if path.is_symlink():
+                    links[row["student"]] = str(path.resolve())
+                subs.append(Submission(row["student"], str(path.resolve())))
+                where.append(f"{source}:{number}")
     elif source.is_dir():
         for entry in sorted(source.iterdir()):
             if entry.name.startswith(".") or not entry.is_dir():
                 continue
             name = entry.name[:-4] if entry.name.endswith(".git") else entry.name
+            if entry.is_symlink():
+                links[name] = str(entry.resolve())
             subs.append(Submission(name, str(entry.resolve())))
+            where.append(str(entry))
     else:
-        raise BatchError(f"{source} is neither a folder of submissions nor a CSV roster")
-    seen: set[str] = set()
-    for sub in subs:
+        raise BatchProblems([f"{source} is neither a folder of submissions nor a CSV roster"])
+    seen: dict[str, str] = {}
+    folders: dict[str, str] = {}
+    for sub, here in zip(subs, where):
         if not NAME_RE.match(sub.student):
-            raise BatchError(f"student name {sub.student!r} cannot be a folder name (use "
-                             "letters, digits and . _ @ + -)")
+            problems.append(f"{here}: student name {sub.student!r} cannot be a folder name "
+                            "(use letters, digits and . _ @ + -)")
+        elif sub.student.casefold() in RESERVED:
+            problems.append(f"{here}: student name {sub.student!r} is one of the batch's own "
+                            "files (name the student otherwise)")
         if sub.student in seen:
-            raise BatchError(f"student {sub.student!r} appears twice")
-        seen.add(sub.student)
-    if not subs:
-        raise BatchError(f"{source}: no submissions found")
+            problems.append(f"{here}: student {sub.student!r} appears twice (also at "
+                            f"{seen[sub.student]})")
+        seen.setdefault(sub.student, here)
+        if sub.student in links:
+            problems.append(f"{here}: {sub.student}'s submission is a symbolic link to "
+                            f"{links[sub.student]} (refused: one submission is one "
+                            "student's folder)")
+        if sub.path in folders:
+            problems.append(f"{here}: {folders[sub.path]} and {sub.student} are the same "
+                            f"folder {sub.path} (one submission is one student's)")
+        folders.setdefault(sub.path, sub.student)
+    if not subs and not problems:
+        problems.append(f"{source}: no submissions found")
+    if problems:
+        raise BatchProblems(problems)
     return subs
 
 

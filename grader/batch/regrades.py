@@ -13,11 +13,11 @@ import tempfile
 from pathlib import Path
 
 from .. import deadlines, integrity, regrade, workspace
-from ..atomic import write_atomic
-from ..exports import write_exports
+from ..atomic import write_all, write_atomic
+from ..exports.registry import WRITERS
 from ..result import GradeResult
 from ..rubric import load_rubric
-from .plan import BatchError, Plan, Submission, read_stamp
+from .plan import BatchError, BatchProblems, Plan, Submission, read_stamp
 
 GRADED_COPY = "result.graded.json"  # the grader's own result, before overrides
 OVERRIDES = "overrides.csv"
@@ -41,15 +41,81 @@ def read_extensions(path: Path | None) -> dict[str, str]:
     return out
 
 
+def extension_problems(path: Path | None, students: list[str] | None = None) -> list[str]:
+    """One line per extension or deadline of the CSV at `path` that cannot be read as a
+    time, or that names a student not in `students` (when given)."""
+    if path is None or not Path(path).is_file():
+        return []
+    problems = []
+    with Path(path).open(newline="", encoding="utf-8-sig") as f:
+        for number, row in enumerate(csv.DictReader(f), start=2):
+            row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+            column = "extension" if row.get("extension") else "deadline"
+            when, student = row.get(column), row.get("student")
+            if not when:
+                continue
+            try:
+                deadlines.parse_time(when)
+            except deadlines.DeadlineError as err:
+                problems.append(f"{path}:{number}: {column} of {student or 'nobody'}: {err}")
+                continue
+            if not student:
+                problems.append(f"{path}:{number}: a {column} without a student")
+            elif students is not None and student not in students:
+                problems.append(f"{path}:{number}: {column} for {student!r}, who is not in "
+                                "this batch")
+    return problems
+
+
 def is_git_submission(path: Path) -> bool:
     return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
 
 
+def read_fetched(text: str | None) -> dict[str, str] | str | None:
+    """--fetched-at: one ISO 8601 time for every repository, or a CSV file with the columns
+    student,fetched_at (student -> time). Raises BatchProblems (file, row, what is wrong)."""
+    if not text:
+        return None
+    path = Path(text)
+    if not path.is_file():
+        try:
+            deadlines.parse_time(text)
+        except deadlines.DeadlineError as err:
+            raise BatchProblems([f"--fetched-at: {err} (or give a CSV student,fetched_at)"]) \
+                from None
+        return text
+    out, problems = {}, []
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        header = [h.strip().lower() for h in reader.fieldnames or []]
+        if "student" not in header or "fetched_at" not in header:
+            raise BatchProblems([f"{path}: needs the columns student,fetched_at (found: "
+                                 f"{', '.join(header) or 'none'})"])
+        for number, row in enumerate(reader, start=2):
+            row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+            try:
+                deadlines.parse_time(row.get("fetched_at", ""))
+            except deadlines.DeadlineError as err:
+                problems.append(f"{path}:{number}: {row.get('student') or 'nobody'}: {err}")
+                continue
+            out[row.get("student", "")] = row["fetched_at"]
+    if problems:
+        raise BatchProblems(problems)
+    return out
+
+
+def fetched_for(student: str, fetched: dict[str, str] | str | None) -> str | None:
+    return fetched.get(student) if isinstance(fetched, dict) else fetched
+
+
 def pin_git(subs: list[Submission], out_dir: Path, deadline: str | None,
-            extensions: dict[str, str], policy: str) -> list[str]:
+            extensions: dict[str, str], policy: str,
+            fetched: dict[str, str] | str | None = None) -> list[str]:
     """Each git submission replaced by its due commit's tree (`<out>/.pinned/<student>`),
     with the commit's SHA and time and the lateness recorded; the others keep their path.
-    Returns a warning per submission with no commit to grade."""
+    A repository with a fetch time (`fetched`, read_fetched) is graded at its HEAD, late by
+    that time (deadlines.pin_fetched). Returns a warning per submission with no commit to
+    grade."""
     late_policy = deadlines.LatePolicy.parse(policy)
     warnings = []
     for sub in subs:
@@ -61,10 +127,14 @@ def pin_git(subs: list[Submission], out_dir: Path, deadline: str | None,
             continue
         dest = out_dir / ".pinned" / sub.student
         shutil.rmtree(dest, ignore_errors=True)
+        at = fetched_for(sub.student, fetched)
         try:
-            pinned = deadlines.pin_submission(source, dest, due, late_policy)
+            pinned = (deadlines.pin_fetched(source, dest, deadlines.parse_time(at), due,
+                                            late_policy) if at else
+                      deadlines.pin_submission(source, dest, due, late_policy))
         except deadlines.DeadlineError as err:
             raise BatchError(f"{sub.student}: {err}") from None
+        sub.fetched_at = deadlines.parse_time(at).isoformat() if at else None
         sub.source, sub.sha, sub.commit_time = str(source), pinned.sha, pinned.commit_time
         sub.late, sub.late_factor = pinned.late.label, pinned.late.factor
         if pinned.error:
@@ -107,12 +177,6 @@ def _read_json(path: Path) -> dict | None:
         return None
 
 
-def _write_result(plan: Plan, student_dir: Path, data: dict) -> None:
-    result = GradeResult.from_dict(data)
-    write_atomic(student_dir / "result.json", result.to_json() + "\n")
-    write_exports(result, student_dir, plan.formats)
-
-
 def rescore(out_dir: Path) -> list[str]:
     """Every stored result re-scaled to the labs' current rubrics (points-only changes),
     result.json and exports rewritten, a history line each. Returns the students
@@ -120,6 +184,7 @@ def rescore(out_dir: Path) -> list[str]:
     plan = Plan.load(out_dir)
     rubrics = {lab.folder: load_rubric(lab) for lab in plan.lab_paths()}
     todo = []  # everything checked before anything is written
+    problems = []
     for sub in plan.submissions:
         student_dir = out_dir / sub.student
         base = student_dir / GRADED_COPY
@@ -130,22 +195,58 @@ def rescore(out_dir: Path) -> list[str]:
         try:
             todo.append((student_dir, base, regrade.rescore(data, rubrics)))
         except regrade.RegradeError as err:
-            raise BatchError(f"{sub.student}: {err}; nothing was rescored") from None
+            problems.append(f"{base}: {err}")
+    if problems:
+        raise BatchProblems(problems + ["nothing was rescored"])
+    files: dict[Path, str | None] = {}
     for student_dir, base, new in todo:
-        write_atomic(base, GradeResult.from_dict(new).to_json() + "\n")
-        _write_result(plan, student_dir, new)  # collect applies the overrides again
-        regrade.append_history(student_dir, regrade.history_entry(new, "rescored"))
+        files[base] = GradeResult.from_dict(new).to_json() + "\n"
+        _result_files(plan, student_dir, new, files)  # collect applies the overrides again
+        _history_file(student_dir, regrade.history_entry(new, "rescored"), files)
+    write_all(files)  # every student's files or none
     return [d.name for d, _, _ in todo]
 
 
-def apply_overrides(out_dir: Path, plan: Plan) -> dict[str, list[str]]:
-    """`overrides.csv` applied to the grader's results (kept as result.graded.json): the
-    student's result.json and exports show the staff's points and note; an override taken
-    out gives the grader's result back. Returns student -> notes."""
+def override_problems(out_dir: Path, plan: Plan) -> list[str]:
+    """One line per row of `overrides.csv` that cannot be applied: unreadable, a student
+    not in the batch, a lab or part the student's result does not have, points outside
+    the part's range."""
     try:
         overrides = regrade.read_overrides(out_dir / OVERRIDES)
     except regrade.RegradeError as err:
-        raise BatchError(str(err)) from None
+        return [str(err)]
+    problems = []
+    students = {s.student for s in plan.submissions}
+    for o in overrides:
+        if o.student not in students:
+            problems.append(f"{out_dir / OVERRIDES}:{o.line}: {o.student!r} is not in this "
+                            "batch")
+            continue
+        student_dir = out_dir / o.student
+        base = _read_json(student_dir / GRADED_COPY) or _read_json(student_dir / "result.json")
+        if base is None:
+            continue  # not graded yet: applied once it is
+        try:
+            regrade.apply_overrides(base, o.student, [o])
+        except regrade.RegradeError as err:
+            problems.append(str(err).replace(f"{OVERRIDES}:", f"{out_dir / OVERRIDES}:", 1))
+    return problems
+
+
+def apply_overrides(out_dir: Path, plan: Plan,
+                    files: dict[Path, str | None] | None = None) -> dict[str, list[str]]:
+    """`overrides.csv` applied to the grader's results (kept as result.graded.json): the
+    student's result.json and exports show the staff's points and note; an override taken
+    out gives the grader's result back. Every row is checked first (BatchProblems, nothing
+    written); the files to write are added to `files` (path -> text, None: removed) and
+    written all at once (atomic.write_all) when `files` is not given. Returns student ->
+    notes."""
+    problems = override_problems(out_dir, plan)
+    if problems:
+        raise BatchProblems(problems)
+    overrides = regrade.read_overrides(out_dir / OVERRIDES)
+    mine_only = files is None
+    files = {} if files is None else files
     notes: dict[str, list[str]] = {}
     for sub in plan.submissions:
         student_dir = out_dir / sub.student
@@ -153,28 +254,48 @@ def apply_overrides(out_dir: Path, plan: Plan) -> dict[str, list[str]]:
         mine = [o for o in overrides if o.student == sub.student]
         if not mine:
             if graded.is_file():  # no override any more: the grader's result again
-                _write_result(plan, student_dir, json.loads(graded.read_text()))
-                graded.unlink()
+                _result_files(plan, student_dir, json.loads(graded.read_text()), files)
+                files[graded] = None
             continue
-        if not graded.is_file():
-            if not (student_dir / "result.json").is_file():
-                continue
-            shutil.copyfile(student_dir / "result.json", graded)
-        base = json.loads(graded.read_text())
-        try:
-            new, said = regrade.apply_overrides(base, sub.student, mine)
-        except regrade.RegradeError as err:
-            raise BatchError(str(err)) from None
+        if graded.is_file():
+            base = json.loads(graded.read_text())
+        elif (student_dir / "result.json").is_file():
+            text = (student_dir / "result.json").read_text()
+            files[graded] = text
+            base = json.loads(text)
+        else:
+            continue
+        new, said = regrade.apply_overrides(base, sub.student, mine)
         current = _read_json(student_dir / "result.json")
         if current != json.loads(GradeResult.from_dict(new).to_json()):
-            _write_result(plan, student_dir, new)
-            regrade.append_history(student_dir, regrade.history_entry(new, "override: " +
-                                                                      "; ".join(said)))
+            _result_files(plan, student_dir, new, files)
+            _history_file(student_dir, regrade.history_entry(new, "override: " +
+                                                             "; ".join(said)), files)
         notes[sub.student] = said
-    unknown = sorted({o.student for o in overrides} - {s.student for s in plan.submissions})
-    if unknown:
-        raise BatchError(f"{OVERRIDES}: not in this batch: {', '.join(unknown)}")
+    if mine_only:
+        write_all(files)
     return notes
+
+
+def _result_files(plan: Plan, student_dir: Path, data: dict,
+                  files: dict[Path, str | None]) -> None:
+    """result.json and the plan's exports of `data`, as texts to write."""
+    result = GradeResult.from_dict(data)
+    result.refresh_late()  # the late factor kept, the scores beside it recomputed
+    files[student_dir / "result.json"] = result.to_json() + "\n"
+    for fmt in dict.fromkeys(plan.formats):
+        path, make = WRITERS[fmt]
+        files[student_dir / path] = make(result)
+
+
+def _history_file(student_dir: Path, entry: dict, files: dict[Path, str | None]) -> None:
+    """The history with one line more (written whole with the other files; the lines
+    before are kept as they are)."""
+    path = student_dir / regrade.HISTORY_FILE
+    before = files.get(path)
+    if before is None:
+        before = path.read_text(encoding="utf-8") if path.is_file() else ""
+    files[path] = before + json.dumps(entry, sort_keys=True) + "\n"
 
 
 def lab_status(lab: dict) -> str:

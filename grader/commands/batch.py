@@ -2,8 +2,10 @@
 under a machine-wide lock, resumable; `--slurm` writes a job array instead of grading here,
 `--collect DIR` merges the results into the gradebook and the summary.
 
-Exit status: 0 when every submission was graded (whatever the scores); 1 on bad input or
-when a submission could not be graded by the grader; 130 when interrupted.
+Exit status: 0 when every submission was graded (whatever the scores); 2 when the inputs
+(roster, folders, names, extensions, deadlines, overrides, the LMS roster) have problems,
+each told, nothing written; 1 on other bad input or when a submission could not be graded
+by the grader; 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from ..batch import regrades
 from ..batch.node import node_problem
 from ..exports import fmt_points
 from ..paths import ROOT
-from ..submissions import stage_download
+from ..submissions import DownloadError, Staging, read_download, write_staging
 from ..exports.table import use_color
 from ._common import add_format_flag, add_grading_flags, labs_or_say
 
@@ -87,6 +89,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--late-policy", default="cutoff",
                    help="cutoff (default: later commits ignored), accept, zero, or "
                         "per-day:PERCENT[:MAXDAYS] (the newest commit, points reduced)")
+    p.add_argument("--fetched-at", default=None, metavar="TIME|CSV",
+                   help="when the git submissions were cloned or fetched by the staff: one "
+                        "ISO 8601 time, or a CSV student,fetched_at; each is graded at its "
+                        "HEAD as fetched, late by that time (commit dates are the student's "
+                        "claim), recorded in the gradebook's fetched_at column")
     p.add_argument("--collect", type=Path, metavar="DIR",
                    help="merge DIR's results into DIR/gradebook.csv and DIR/summary.md")
     p.add_argument("--roster", type=Path, default=None,
@@ -127,6 +134,12 @@ def progress_line(outcome: batch.Outcome, done: int, total: int, colour: bool) -
 def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
+    except batch.BatchProblems as err:
+        for problem in err.problems:
+            print(f"batch: {problem}", file=sys.stderr)
+        print(f"batch: {len(err.problems)} problem(s) in the inputs; nothing written",
+              file=sys.stderr)
+        return 2
     except batch.BatchError as err:
         print(f"batch: {err}", file=sys.stderr)
         return 1
@@ -140,6 +153,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"batch: --export takes canvas, moodle (got {args.export})", file=sys.stderr)
         return 1  # before grading anything
     if args.collect is not None:
+        check_folder(args, args.collect)
         manifest = batch.collect(args.collect)
         return _lms_files(args, args.collect) or _report_collected(args.collect, manifest)
     if args.out is None:
@@ -150,6 +164,7 @@ def _run(args: argparse.Namespace) -> int:
         stamp = batch.run_task(out, args.task, args.work_dir, force=args.force)
         return 0 if stamp is None or stamp.status in batch.KEEP_ON_RESUME else 1
     if args.rescore:
+        check_folder(args, out)
         done = regrades.rescore(out)
         print(f"rescored {len(done)} result(s) from the current rubrics")
         manifest = batch.collect(out)
@@ -214,19 +229,16 @@ def _plan(args: argparse.Namespace, out: Path, old: "batch.Plan | None") -> "bat
     if labs is None:
         return None
     seed = args.seed if args.seed is not None else old.seed if old else None
-    subs = (batch.read_submissions(stage_download(args.submissions, out, labs))  # LMS downloads
-            if args.submissions is not None else [])
-    try:
-        if args.deadline:
-            deadlines.parse_time(args.deadline)
-        deadlines.LatePolicy.parse(args.late_policy)
-    except deadlines.DeadlineError as err:
-        raise batch.BatchError(str(err)) from None
+    staging, subs = check_inputs(args, out, old, labs)  # BatchProblems: nothing written
+    if staging is not None:
+        subs = batch.read_submissions(write_staging(staging, out))
     extensions = {}
     for source in (args.submissions, args.roster):
         if source is not None and Path(source).is_file():
             extensions.update(regrades.read_extensions(Path(source)))
-    for warning in regrades.pin_git(subs, out, args.deadline, extensions, args.late_policy):
+    fetched = regrades.read_fetched(args.fetched_at)
+    for warning in regrades.pin_git(subs, out, args.deadline, extensions, args.late_policy,
+                                    fetched):
         print(f"batch: {warning}", file=sys.stderr)
     plan = batch.Plan(repo=str(ROOT), labs=[lab.folder for lab in labs],
                       seed=seed if seed is not None else batch.new_seed(),
@@ -239,6 +251,115 @@ def _plan(args: argparse.Namespace, out: Path, old: "batch.Plan | None") -> "bat
                       cache=None if args.no_cache else str(Path(args.cache).resolve()))
     plan.save(out)
     return plan
+
+
+def check_inputs(args: argparse.Namespace, out: Path, old: "batch.Plan | None",
+                 labs: list) -> tuple["Staging | None", list["batch.Submission"]]:
+    """Every input of a batch checked before anything is written: the deadline and the
+    late policy, the submissions (a folder, a CSV roster or an LMS download: names, links,
+    folders shared), extensions, --fetched-at, --only and --only-status, the LMS roster's
+    join and overrides.csv. Returns the
+    download to stage (None for a folder or a roster) and the submissions; raises
+    BatchProblems with one line per problem."""
+    from .. import deadlines
+    from ..exports import lms
+    problems: list[str] = []
+    try:
+        if args.deadline:
+            deadlines.parse_time(args.deadline)
+    except deadlines.DeadlineError as err:
+        problems.append(f"--deadline: {err}")
+    try:
+        deadlines.LatePolicy.parse(args.late_policy)
+    except deadlines.DeadlineError as err:
+        problems.append(f"--late-policy: {err}")
+    staging, subs = None, []
+    if args.submissions is not None:
+        try:
+            staging = read_download(args.submissions, labs)
+            subs = ([batch.Submission(d.student, "") for d in staging.downloads]
+                    if staging is not None else batch.read_submissions(args.submissions))
+        except DownloadError as err:
+            problems += err.problems
+        except batch.BatchProblems as err:
+            problems += err.problems
+    students = [s.student for s in regrades.merge_plans(old, subs)]
+    for source in (args.submissions, args.roster):
+        if source is not None and Path(source).is_file():
+            problems += regrades.extension_problems(Path(source), students if subs else None)
+    if args.roster is not None:
+        if not args.roster.is_file():
+            problems.append(f"--roster: no file {args.roster}")
+        elif subs:
+            info = staging.info if staging is not None else {}
+            try:
+                lms.join_roster([{"student": s} for s in students], lms.read_roster(args.roster)[1],
+                                info, args.roster.name)
+            except lms.RosterError as err:
+                problems += err.problems
+    problems += _fetch_problems(args, subs)
+    from .. import regrade
+    for only, status in ((args.only, None), (None, args.only_status)):
+        try:
+            if only or status:
+                regrade.select_students(students, {}, only, status)
+        except regrade.RegradeError as err:
+            problems.append(str(err))
+    if old is not None and (out / regrades.OVERRIDES).is_file():
+        problems += regrades.override_problems(out, old)
+    if problems:
+        raise batch.BatchProblems(problems)
+    return staging, subs
+
+
+def _fetch_problems(args: argparse.Namespace, subs: list["batch.Submission"]) -> list[str]:
+    """--fetched-at: readable, naming students of the batch, and, under the cutoff policy,
+    no fetch after the student's deadline."""
+    from .. import deadlines
+    try:
+        fetched = regrades.read_fetched(args.fetched_at)
+    except batch.BatchProblems as err:
+        return err.problems
+    if fetched is None:
+        return []
+    names = {s.student for s in subs}
+    problems = [f"--fetched-at: {s!r} is not in this batch"
+                for s in (fetched if isinstance(fetched, dict) else []) if s not in names]
+    try:
+        policy = deadlines.LatePolicy.parse(args.late_policy)
+        extensions = {}
+        for source in (args.submissions, args.roster):
+            if source is not None and Path(source).is_file():
+                extensions.update(regrades.read_extensions(Path(source)))
+        for sub in subs:
+            at = regrades.fetched_for(sub.student, fetched)
+            due = deadlines.deadline_for(sub.student, args.deadline, extensions)
+            if at and due and not policy.grades_newest and deadlines.parse_time(at) > due:
+                problems.append(f"--fetched-at: {sub.student} was fetched at {at}, after "
+                                f"the deadline {due.isoformat()}: under the cutoff policy "
+                                "which commits were there at the deadline is only the "
+                                "student's word (fetch at the deadline, or give a "
+                                "--late-policy)")
+    except deadlines.DeadlineError:
+        pass  # told by the checks of the deadline, the policy and the extensions
+    return problems
+
+
+def check_folder(args: argparse.Namespace, out: Path) -> None:
+    """Before a collect or a rescore writes anything: overrides.csv and the join of the
+    plan's students to --roster checked (BatchProblems, one line per problem)."""
+    from ..exports import lms
+    from ..submissions import read_info
+    plan = batch.Plan.load(out)
+    problems = regrades.override_problems(Path(out), plan)
+    if args.roster is not None and args.roster.is_file():
+        try:
+            lms.join_roster([{"student": s.student} for s in plan.submissions],
+                            lms.read_roster(args.roster)[1], read_info(out), args.roster.name)
+        except lms.RosterError as err:
+            problems += err.problems
+    if problems:
+        raise batch.BatchProblems(problems)
 
 
 def _slurm_options(args: argparse.Namespace) -> "slurm_options.SlurmOptions | None":
@@ -293,7 +414,11 @@ def _lms_files(args: argparse.Namespace, out: Path) -> int:
         return 1
     labs = [lms.LabColumn(lab.folder, (r := load_rubric(lab)).title, r.max_points)
             for lab in batch.Plan.load(out).lab_paths()]
-    for warning in lms.write_files(out, labs, args.roster, exports, read_info(out)):
+    try:
+        warnings = lms.write_files(out, labs, args.roster, exports, read_info(out))
+    except lms.RosterError as err:
+        raise batch.BatchProblems(err.problems) from None
+    for warning in warnings:
         print(f"batch: {warning}", file=sys.stderr)
     print("wrote " + ", ".join(str(Path(out) / lms.EXPORTS[e]) for e in exports)
           if exports else f"joined {args.roster} to {Path(out) / 'gradebook.csv'}")

@@ -96,11 +96,14 @@ def to_gradescope(result: GradeResult) -> dict[str, Any]:
                 test["execution_time"] = round(item.seconds, 3)
             tests.append(test)
     output = provisional_note(result) + terminal_table(result, color=False)
+    if result.late:
+        output = result.late_note() + "\n\n" + output
     if result.errors:
         output += "\nProblems of the grader (not your code):\n" + "\n".join(
             f"  - {e}" for e in result.errors) + "\n"
+    unpenalised = round(sum(t.get("score", 0.0) for t in tests), 4)
     doc: dict[str, Any] = {
-        "score": round(sum(t.get("score", 0.0) for t in tests), 4),
+        "score": round(unpenalised * result.late_factor, 4),
         "execution_time": int(round(sum(lab.wall_seconds for lab in result.labs))),
         "output": redact_hidden(output, hidden_names(result)),
         "output_format": "text",  # fixed-width: the table keeps its columns
@@ -109,7 +112,9 @@ def to_gradescope(result: GradeResult) -> dict[str, Any]:
         "stdout_visibility": "hidden",
         "extra_data": {"max_points": result.max_points,
                        "pending_gpu_points": pending_points(result),
-                       "provisional": pending_points(result) > 0},
+                       "provisional": pending_points(result) > 0,
+                       **({"late_factor": result.late_factor,
+                           "unpenalised_score": unpenalised} if result.late else {})},
         "tests": tests,
     }
     leaderboard = []

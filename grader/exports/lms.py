@@ -16,11 +16,13 @@ Moodle ("Grades > Import > CSV file"): one row per student with an identifier co
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from .. import csvsafe
+from ..atomic import write_all
+from ..submissions import slug
 
 IDENTITY = ("name", "id", "sis_user_id", "sis_login_id", "email", "section")
 # Roster headers, lower case, as Canvas, Moodle and hand-made rosters spell them.
@@ -48,14 +50,10 @@ class LabColumn:
         return f"Lab {self.folder[:2]}: {self.title}"
 
 
-def _key(text: str) -> str:
-    return re.sub(r"[^a-z0-9@.]+", "", str(text).lower())
-
-
 def read_csv(text: str) -> tuple[list[str], list[dict[str, str]]]:
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
-    rows = [{(k or "").strip(): (v or "").strip() for k, v in row.items()} for row in reader]
-    return [h.strip() for h in reader.fieldnames or []], rows
+    columns, rows = csvsafe.read_csv(text)
+    rows = [{k.strip(): v.strip() for k, v in row.items()} for row in rows]
+    return [h.strip() for h in columns], rows
 
 
 def roster_identity(row: dict[str, str]) -> dict[str, str]:
@@ -71,42 +69,127 @@ def roster_identity(row: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def _match_keys(identity: dict[str, str]) -> set[str]:
-    keys = {_key(identity.get(f, "")) for f in ("id", "sis_user_id", "sis_login_id", "email")}
-    name = identity.get("name", "")
-    if name:
-        keys.add(_key(name))
-        if "," in name:  # "Smith, John" is also "John Smith"
-            last, first = name.split(",", 1)
-            keys.add(_key(first + last))
-    return {k for k in keys if k}
+class RosterError(ValueError):
+    """The gradebook cannot be joined to the roster for sure: one line per problem."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+ID_FIELDS = ("id", "sis_user_id", "sis_login_id", "email")
+ID_LABELS = {"id": "ID", "sis_user_id": "SIS user id", "sis_login_id": "SIS login id",
+             "email": "e-mail"}
+
+
+def _id_value(field: str, value: str) -> str:
+    """E-mail addresses compare without case (as the LMSs compare them); every other id
+    exactly."""
+    return value.strip().lower() if field == "email" else value.strip()
+
+
+def _name_forms(name: str) -> set[str]:
+    """The spellings a roster name is matched by, each compared exactly (case included):
+    the name with its spaces collapsed, "First Last" for "Last, First", and the folder
+    name the grader makes of it (submissions.slug)."""
+    name = " ".join(name.split())
+    if not name:
+        return set()
+    forms = {name, slug(name)}
+    if "," in name:
+        last, first = (x.strip() for x in name.split(",", 1))
+        forms |= {f"{first} {last}", slug(f"{first} {last}")}
+    return forms
+
+
+LINE = "\0line"  # a roster row's line in its file, set by read_roster
+
+
+def _roster_line(row: dict[str, str], index: int) -> str:
+    return str(row.get(LINE, index + 2))
 
 
 def join_roster(gradebook: list[dict[str, str]], roster: list[dict[str, str]],
-                downloads: dict[str, dict] | None = None) -> list[dict[str, str]]:
-    """The gradebook's rows with the roster's identity columns after `student`; a roster
-    student without a row gets one with status "no submission". `downloads` (a staged
-    Canvas or Moodle download's lms.json) supplies each student's LMS id and name."""
+                downloads: dict[str, dict] | None = None,
+                roster_name: str = "roster", missing: list[str] | None = None
+                ) -> list[dict[str, str]]:
+    """The gradebook's rows with the roster's identity columns after `student` (the
+    students no roster row matches are added to `missing`; their rows keep no ids); a
+    roster student without a row gets one with status "no submission". `downloads` (a staged Canvas or Moodle
+    download's lms.json) supplies each student's LMS id and name.
+
+    Matching is exact and never guessed: first the LMS id of the download against the
+    roster's ID, then the student's folder name (or Canvas login) against an id, login or
+    e-mail, then names; the first of these that finds anyone decides. Raises RosterError
+    listing every row that matches several roster rows, every roster row two students
+    match, and ids the roster gives twice."""
     downloads = downloads or {}
     people = [roster_identity(r) for r in roster]
-    keys = [_match_keys(p) for p in people]
-    used: set[int] = set()
-    out = []
+    where = [f"{roster_name}:{_roster_line(r, i)}" for i, r in enumerate(roster)]
+    problems = []
+    by_id: dict[tuple[str, str], list[int]] = {}
+    by_name: dict[str, list[int]] = {}
+    for i, person in enumerate(people):
+        for field in ID_FIELDS:
+            if person[field]:
+                by_id.setdefault((field, _id_value(field, person[field])), []).append(i)
+        for form in _name_forms(person["name"]):
+            by_name.setdefault(form, []).append(i)
+    for (field, value), rows in by_id.items():
+        if len(rows) > 1:
+            problems.append(f"{' and '.join(where[i] for i in rows)}: the same "
+                            f"{ID_LABELS[field]} {value!r} (each student's must differ)")
+    taken: dict[int, str] = {}
+    matched: list[int | None] = []
+    missing = [] if missing is None else missing
     for row in gradebook:
         student = row.get("student", "")
         info = downloads.get(student, {})
-        mine = {_key(student), _key(info.get("lms_id", "")), _key(info.get("name", ""))} - {""}
-        found = next((i for i, k in enumerate(keys) if i not in used and k & mine), None)
+        tiers = [
+            [("id", info.get("lms_id", ""))] if info.get("lms_id") else [],
+            [(f, v) for v in (student, info.get("name", "")) if v for f in ID_FIELDS],
+        ]
+        found: set[int] = set()
+        said = ""
+        for tier in tiers:
+            found = {i for f, v in tier for i in by_id.get((f, _id_value(f, v)), [])}
+            said = "the id"
+            if found:
+                break
+        if not found:
+            names = [v for v in (info.get("name", ""), student) if v]
+            found = {i for v in names for form in _name_forms(v) for i in by_name.get(form, [])}
+            said = f"the name {names[0]!r}" if names else ""
+        if len(found) > 1:
+            problems.append(f"{student}: {said} matches {len(found)} roster rows "
+                            f"({', '.join(where[i] for i in sorted(found))}); give the "
+                            "roster's ids (or name the student by login or e-mail) to tell "
+                            "them apart")
+            matched.append(None)
+            continue
+        index = next(iter(found), None)
+        if index is not None and index in taken:
+            problems.append(f"{where[index]}: matches two students, {taken[index]} and "
+                            f"{student} (one roster row is one student)")
+        if index is None:
+            missing.append(student)
+        else:
+            taken[index] = student
+        matched.append(index)
+    if problems:
+        raise RosterError(problems)
+    out = []
+    for row, index in zip(gradebook, matched):
+        info = downloads.get(row.get("student", ""), {})
         identity = dict.fromkeys(IDENTITY, "")
         if info:
             identity.update(name=info.get("name", ""), id=info.get("lms_id", ""))
-        if found is not None:
-            used.add(found)
-            identity.update({k: v for k, v in people[found].items() if v})
+        if index is not None:
+            identity.update({k: v for k, v in people[index].items() if v})
         out.append(_with_identity(row, identity))
     columns = list(gradebook[0]) if gradebook else ["student", "total", "max_points", "status"]
     for i, person in enumerate(people):
-        if i not in used:
+        if i not in taken:
             row = dict.fromkeys(columns, "")
             row["student"] = person["sis_login_id"] or person["email"] or person["name"]
             row["status"] = NO_SUBMISSION
@@ -122,12 +205,8 @@ def _with_identity(row: dict[str, str], identity: dict[str, str]) -> dict[str, s
 
 
 def to_csv(rows: list[dict[str, str]], columns: list[str] | None = None) -> str:
-    buf = io.StringIO()
-    columns = columns or (list(rows[0]) if rows else [])
-    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()
+    """CSV text whose cells are safe to open (grader/csvsafe.py)."""
+    return csvsafe.to_csv(rows, columns or (list(rows[0]) if rows else []))
 
 
 def _points(row: dict[str, str], lab: LabColumn) -> str:
@@ -196,29 +275,41 @@ EXPORTS = {"canvas": "canvas-import.csv", "moodle": "moodle-import.csv"}
 
 def write_files(out_dir: Path, labs: list[LabColumn], roster: Path | None,
                 exports: list[str], downloads: dict[str, dict] | None = None) -> list[str]:
-    """Joins DIR/gradebook.csv to the roster (rewriting it) and writes each export;
-    returns warnings (students an export cannot identify)."""
+    """Joins DIR/gradebook.csv to the roster (rewriting it) and writes each export, all of
+    them or none (atomic.write_all); returns warnings (students no roster row or export can
+    identify). Raises RosterError before writing when the join is not sure."""
     out_dir = Path(out_dir)
     _cols, gradebook = read_csv((out_dir / "gradebook.csv").read_text(encoding="utf-8"))
-    course_columns: list[str] = []
-    roster_rows: list[dict[str, str]] = []
+    course_columns, roster_rows = read_roster(roster) if roster is not None else ([], [])
+    missing: list[str] = []
+    rows = join_roster(gradebook, roster_rows, downloads,
+                       Path(roster).name if roster is not None else "roster", missing)
+    warnings = [f"{student}: in no row of {Path(roster).name} (their grade has no LMS "
+                "student to go to)" for student in missing] if roster is not None else []
+    files = {}
     if roster is not None:
-        course_columns, roster_rows = read_csv(Path(roster).read_text(encoding="utf-8-sig"))
-        roster_rows = [r for r in roster_rows if "points possible" not in
-                       " ".join(r.values()).lower()]
-    rows = join_roster(gradebook, roster_rows, downloads)
-    if roster is not None:
-        (out_dir / "gradebook.csv").write_text(to_csv(rows), encoding="utf-8")
-    warnings = []
+        files[out_dir / "gradebook.csv"] = to_csv(rows)
     for export in exports:
         text = to_canvas(rows, labs, course_columns) if export == "canvas" else to_moodle(rows, labs)
-        (out_dir / EXPORTS[export]).write_text(text, encoding="utf-8")
+        files[out_dir / EXPORTS[export]] = text
         missing = unidentified(rows, export)
         if missing:
             warnings.append(f"{EXPORTS[export]}: no identifier {export.capitalize()} can match "
                             f"for {', '.join(missing)} (give --roster with their ids)")
+    write_all(files)
     return warnings
 
 
-__all__ = ["LabColumn", "join_roster", "to_canvas", "to_moodle", "roster_identity",
+def read_roster(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """The roster's columns and its students' rows (Canvas's "Points Possible" row left
+    out), each row with its line in the file (LINE)."""
+    columns, rows = read_csv(Path(path).read_text(encoding="utf-8-sig"))
+    out = []
+    for number, row in enumerate(rows, start=2):
+        if "points possible" not in " ".join(row.values()).lower():
+            out.append({**row, LINE: str(number)})
+    return columns, out
+
+
+__all__ = ["LabColumn", "join_roster", "RosterError", "read_roster", "to_canvas", "to_moodle", "roster_identity",
            "write_files", "EXPORTS", "read_csv"]

@@ -89,8 +89,10 @@ def _inline(text: str) -> str:
 
 
 def to_markdown(result: GradeResult) -> str:
-    lines = [f"## CUDA Memory Labs: {fmt_points(result.points)} / "
+    lines = [f"## CUDA Memory Labs: {fmt_points(result.final_points)} / "
              f"{fmt_points(result.max_points)} points", ""]
+    if result.late:
+        lines += [f"**{result.late_note()}**", ""]
     if result.device:
         name = result.device.get("name", "a CUDA device")
         cc = result.device.get("compute_capability")
