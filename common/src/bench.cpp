@@ -182,6 +182,9 @@ void write_review(JsonWriter& json, const Review& r) {
   json.key("reasons").begin_array();
   for (const auto& why : r.reasons) json.value(why);
   json.end_array();
+  json.key("notes").begin_array();
+  for (const auto& note : r.notes) json.value(note);
+  json.end_array();
   json.key("refused").begin_array();
   for (const auto& x : r.refused) {
     json.begin_object()
@@ -195,12 +198,35 @@ void write_review(JsonWriter& json, const Review& r) {
   json.end_array().end_object();
 }
 
-// One timed side: name, times, work rates, verification and launch counts.
+void write_activity(JsonWriter& json, const ActivityStats& a) {
+  if (!a.recorded) {
+    json.null();
+    return;
+  }
+  json.begin_object()
+      .field("records_min", static_cast<std::uint64_t>(a.records_min))
+      .field("records_max", static_cast<std::uint64_t>(a.records_max))
+      .field("records_median", a.records_median)
+      .field("empty_calls", a.empty_calls)
+      .field("dropped_calls", a.dropped_calls)
+      .field("escaped_runs", a.escaped_runs)
+      .field("runs", a.runs)
+      .end_object();
+}
+
+void write_work_object(JsonWriter& json, const Work& work) {
+  json.key("work").begin_object().field("flop", work.flop).field("bytes", work.bytes).end_object();
+}
+
+// One timed side: name, times (the clock's, the events', the host's), work rates,
+// verification, launch counts and what the activity records said.
 void write_side_fields(JsonWriter& json, const std::string& name, const SideResult& side,
                        const Work& work) {
-  json.field("name", name);
+  json.field("name", name).field("clock", side.clock);
   json.key("ms");
   write_json(json, side.ms);
+  json.key("event_ms");
+  write_json(json, side.event_ms);
   json.key("host_ms");
   write_json(json, side.host_ms);
   json.field("host_margin_ms", side.host_margin_ms);
@@ -209,6 +235,8 @@ void write_side_fields(JsonWriter& json, const std::string& name, const SideResu
   write_check(json, side.verification);
   json.key("launches");
   write_launches(json, side.launches);
+  json.key("activity");
+  write_activity(json, side.activity);
 }
 
 }  // namespace
@@ -238,6 +266,7 @@ std::string verdicts(const DeterminismResult& d, const Review& r) {
            d.message;
   }
   for (const auto& why : r.reasons) out += "\n  REVIEW: " + why;
+  for (const auto& note : r.notes) out += "\n  note: " + note;
   return out;
 }
 
@@ -246,8 +275,8 @@ std::string verdicts(const DeterminismResult& d, const Review& r) {
 std::string summary(const PairTiming& t) {
   std::ostringstream out;
   out << t.baseline.name << " " << t.baseline.ms.median << " ms, " << t.candidate.name << " "
-      << t.candidate.ms.median << " ms, speedup " << t.speedup.median << "x over "
-      << t.speedup.samples.size() << " pairs";
+      << t.candidate.ms.median << " ms (" << t.candidate.clock << "), speedup "
+      << t.speedup.median << "x over " << t.speedup.samples.size() << " pairs";
   if (t.refused_pairs > 0) out << " (" << t.refused_pairs << " refused)";
   out << "; " << side_summary(t.baseline) << "; " << side_summary(t.candidate)
       << verdicts(t.determinism, t.review);
@@ -256,7 +285,8 @@ std::string summary(const PairTiming& t) {
 
 std::string summary(const CaseTiming& t) {
   std::ostringstream out;
-  out << t.result.ms.median << " ms over " << t.result.ms.samples.size() << " samples";
+  out << t.result.ms.median << " ms (" << t.result.clock << ") over "
+      << t.result.ms.samples.size() << " samples";
   if (t.refused_samples > 0) out << " (" << t.refused_samples << " refused)";
   out << "; " << side_summary(t.result) << verdicts(t.determinism, t.review);
   return out.str();
@@ -269,6 +299,7 @@ BenchReport::BenchReport(std::string lab, std::string variant, const BenchArgs& 
       args_(args),
       device_(device),
       clocks_start_(sample_clocks(device)),
+      limits_(measure_limits(device)),
       flush_bytes_(l2_flush_bytes) {}
 
 void BenchReport::param(const std::string& name, double value) {
@@ -290,6 +321,7 @@ void BenchReport::add_comparison(const std::string& name, const PairTiming& t, c
       .field("wall_seconds", t.wall_seconds)
       .field("warmup_pairs", t.warmup_pairs)
       .field("refused_pairs", t.refused_pairs);
+  write_work_object(j, work);
   j.key("baseline").begin_object();
   write_side_fields(j, t.baseline.name, t.baseline, work);
   j.end_object();
@@ -310,6 +342,7 @@ void BenchReport::add_case(const std::string& name, const CaseTiming& t, const W
   JsonWriter j;
   j.begin_object();
   write_side_fields(j, name, t.result, work);
+  write_work_object(j, work);
   j.field("launch_name", t.result.name)
       .field("converged", t.converged)
       .field("wall_seconds", t.wall_seconds)
@@ -394,6 +427,7 @@ void write_plot(JsonWriter& json, const Plot& p) {
 
 std::string BenchReport::finish() {
   const ClockSample clocks_end = sample_clocks(device_);
+  const ActivityClock& clock = ActivityClock::instance();
   JsonWriter j;
   j.begin_object()
       .field("schema", "cml-bench/2")
@@ -404,6 +438,13 @@ std::string BenchReport::finish() {
       .field("launch_counting", launch_counting_active());
   j.key("device");
   write_json(j, device_);
+  j.key("limits")
+      .begin_object()
+      .field("copy_gbytes_per_s", limits_.copy_gbytes_per_s)
+      .field("fp32_gflops", limits_.fp32_gflops)
+      .field("copy_method", limits_.copy_method)
+      .field("fp32_method", limits_.fp32_method)
+      .end_object();
   j.key("clocks").begin_object();
   j.key("start");
   write_json(j, clocks_start_);
@@ -418,8 +459,18 @@ std::string BenchReport::finish() {
       .field("max_seconds", args_.timing.max_seconds)
       .field("target_rse", args_.timing.target_rse)
       .field("l2_flush_bytes", static_cast<std::uint64_t>(flush_bytes_))
-      .field("window", "cuda events on the legacy default stream; host steady_clock around "
-                       "[events; launch; cudaDeviceSynchronize()] cross-checks them")
+      .field("window", clock.available()
+                           ? "CUPTI activity records: earliest start to latest end of every "
+                             "kernel, copy and set the call caused, on any stream; CUDA events "
+                             "on the legacy default stream and host steady_clock recorded "
+                             "beside it"
+                           : "CUDA events on the legacy default stream; host steady_clock "
+                             "around [events; launch; cudaDeviceSynchronize()] cross-checks "
+                             "them")
+      .field("order", "per pair: inputs from the pair's key, trusted outputs poisoned, the "
+                      "candidate (timed), its determinism re-run on regenerated inputs, then "
+                      "inputs regenerated, the baseline (timed) and the reference, then "
+                      "verification")
       .field("inputs", "regenerated on the GPU before every pair from a hash of (seed, "
                        "input_nonce, measurement, pair); never reused")
       .field("poison", "every output set to 0xFF bytes before every run")
@@ -427,9 +478,22 @@ std::string BenchReport::finish() {
                              "the GPU with a result the harness computes for the same inputs")
       .field("launch_counting", "kernels launched by each call, counted through "
                                 "-Wl,--wrap of the runtime's launch entry points");
+  j.key("clock")
+      .begin_object()
+      .field("name", clock.name())
+      .field("status", clock.status())
+      .end_object();
+  const EventCheck& ec = args_.timing.event_check;
+  j.key("event_check")
+      .begin_object()
+      .field("rule", ec.describe())
+      .field("factor", ec.factor)
+      .field("slack_ms", ec.slack_ms)
+      .end_object();
   const HostCheck& hc = args_.timing.host_check;
   j.key("host_check")
       .begin_object()
+      .field("active", !clock.available())
       .field("rule", hc.describe())
       .field("factor", hc.factor)
       .field("slack_ms", hc.slack_ms)

@@ -116,6 +116,21 @@ std::string version_string(int v) {
 
 std::string nvcc_version() { return CML_NVCC_VERSION; }
 
+int fp32_lanes_per_sm(int major, int minor) {
+  switch (major) {
+    case 5:  // Maxwell
+      return 128;
+    case 6:  // Pascal: GP100 (6.0) 64, the others 128
+      return minor == 0 ? 64 : 128;
+    case 7:  // Volta, Turing
+      return 64;
+    case 8:  // Ampere A100 (8.0) 64; GA10x (8.6, 8.7), Ada (8.9) 128
+      return minor == 0 ? 64 : 128;
+    default:  // Hopper (9.0), Blackwell (10.x, 12.x) and later: 128
+      return major >= 9 ? 128 : 0;
+  }
+}
+
 std::string describe(const DeviceInfo& d) {
   std::ostringstream out;
   out << d.name << " (CC " << d.cc_major << "." << d.cc_minor << ", " << d.sm_count << " SMs, "

@@ -272,6 +272,13 @@ void FreshInputs::fill(std::uint64_t key) const {
   }
 }
 
+bool FreshInputs::holds(const void* data, std::size_t count) const {
+  for (const Array& a : arrays_) {
+    if (a.data == data && a.count >= count) return true;
+  }
+  return false;
+}
+
 void poison(const DeviceArray& array) {
   if (!array || array.count == 0) return;
   CUDA_CHECK(cudaMemsetAsync(const_cast<void*>(array.data), kPoisonByte, array.bytes(), 0));

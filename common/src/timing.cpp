@@ -29,6 +29,13 @@ std::string HostCheck::describe() const {
   return out.str();
 }
 
+std::string EventCheck::describe() const {
+  std::ostringstream out;
+  out << "a run's work escaped the events when its activity span > " << factor
+      << " x event_ms + " << slack_ms << " ms (a note, never a refusal)";
+  return out.str();
+}
+
 SampleStats summarize(std::vector<double> samples) {
   SampleStats s;
   s.samples = samples;
@@ -72,7 +79,7 @@ void L2Flusher::flush() {
 }
 
 Harness::Harness(std::size_t l2_bytes, TimingOptions options)
-    : options_(options), flusher_(l2_bytes) {}
+    : options_(options), clock_(ActivityClock::instance()), flusher_(l2_bytes) {}
 
 namespace {
 
@@ -121,15 +128,18 @@ std::string run_label(bool warmup, int pair, bool is_pair) {
 }  // namespace
 
 struct Harness::Run {
+  double ms = 0;  // the clock's time: the activity span, or the event time
   double event_ms = 0;
   double host_ms = 0;
   std::uint64_t launches = 0;
+  ActivitySpan span;
 };
 
 Harness::Run Harness::run_timed(const TimedCase& c, const Sample& s, const char* nvtx) {
   poison(c.output);
   flusher_.flush();
-  CUDA_CHECK(cudaDeviceSynchronize());
+  // Synchronizes, then discards every record so far (the poison and the flush included).
+  clock_.begin();
   Run run;
   const std::uint64_t before = launch_count();
   const auto t0 = Clock::now();
@@ -144,8 +154,17 @@ Harness::Run Harness::run_timed(const TimedCase& c, const Sample& s, const char*
   CUDA_CHECK(cudaDeviceSynchronize());
   run.host_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   run.launches = launch_count() - before;
+  run.span = clock_.end();  // every record of the call's work, on any stream
   run.event_ms = timer_.elapsed_millis();
   CUDA_CHECK(cudaGetLastError());
+  if (!clock_.available()) {
+    run.ms = run.event_ms;
+  } else if (run.span.dropped > 0) {
+    // Records lost: the span may miss work. The host time covers all of it.
+    run.ms = std::max(run.span.ms, run.host_ms);
+  } else {
+    run.ms = run.span.ms;
+  }
   return run;
 }
 
@@ -180,6 +199,7 @@ struct Harness::Outcome {
 
 Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
   // --- what runs, and what it is compared with -------------------------------------------
+  // Side k of the result: pair: 0 baseline, 1 candidate; single: 0 the case.
   std::vector<const TimedCase*> cases;
   std::vector<const char*> nvtx;
   std::vector<std::string> roles;
@@ -192,6 +212,7 @@ Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
     nvtx = {kNvtxCase};
     roles = {"case"};
   }
+  const std::size_t cand = cases.size() - 1;  // the candidate's (or the case's) side
   for (std::size_t k = 0; k < cases.size(); ++k) {
     if (!cases[k]->launch || !cases[k]->output) {
       throw std::invalid_argument("Harness: the " + roles[k] + " '" + cases[k]->name +
@@ -203,6 +224,11 @@ Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
   }
   Trusted trusted;
   if (m.expected) {
+    // The expected array is read after the candidate ran: it must be regenerated before.
+    if (m.inputs == nullptr || !m.inputs->holds(m.expected.data, m.expected.count)) {
+      throw std::invalid_argument("Harness: the expected array of '" + m.candidate.name +
+                                  "' must be one of the inputs regenerated for every pair");
+    }
     trusted = {m.expected, m.map,
                m.expected_name.empty() ? "the input" + m.map.describe() : m.expected_name, false};
   } else if (m.reference.launch) {
@@ -225,17 +251,26 @@ Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
   }
   const Check& check = m.check;
   const bool rerun = !check.exact && check.determinism != Determinism::Off;
+  // The candidate's timed output, copied aside before its determinism re-run overwrites it.
   DeviceBuffer<std::uint32_t> first_output(rerun ? m.candidate.output.count : 0);
   const DeviceArray first_view{first_output.data(), first_output.size(), m.candidate.output.elem};
+  // Everything that holds a result the harness trusts: poisoned before the candidate's call.
+  std::vector<DeviceArray> trusted_buffers;
+  if (pair) trusted_buffers.push_back(m.baseline.output);
+  if (m.reference.launch && m.reference.output) trusted_buffers.push_back(m.reference.output);
+  if (rerun) trusted_buffers.push_back(first_view);
   const std::string salt =
       pair ? m.baseline.name + "|" + m.candidate.name : "case|" + m.candidate.name;
+  const bool cupti = clock_.available();
   const HostCheck& hc = options_.host_check;
+  const EventCheck& ec = options_.event_check;
 
   Outcome out;
   out.sides.resize(cases.size());
-  std::vector<std::vector<double>> event(cases.size()), host(cases.size());
+  std::vector<std::vector<double>> times(cases.size()), event(cases.size()), host(cases.size());
   std::vector<std::vector<double>> margin(cases.size());  // every timed run, refused ones too
-  std::vector<std::vector<std::uint64_t>> launches(cases.size());
+  std::vector<std::vector<std::uint64_t>> launches(cases.size()), records(cases.size());
+  std::vector<ActivityStats> activity(cases.size());
   std::vector<double> ratio;
   for (std::size_t k = 0; k < cases.size(); ++k) {
     Verification& v = out.sides[k].verification;
@@ -245,6 +280,7 @@ Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
                     ? "itself: the trusted result (every element written, no NaN)"
                     : trusted.name;
     out.sides[k].name = cases[k]->name;
+    out.sides[k].clock = clock_.name();
   }
   DeterminismResult& det = out.determinism;
   det.checked = check.exact || rerun;
@@ -275,13 +311,13 @@ Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
         << f.got << ", expected " << f.expected << " [" << rule << "]";
     return msg.str();
   };
-  const auto verify = [&](std::size_t k, bool warmup, int number, int sample) {
+  // Compares side k's timed output (`got`) with the trusted result.
+  const auto verify = [&](std::size_t k, const DeviceArray& got, bool warmup, int number,
+                          int sample) {
     Verification& v = out.sides[k].verification;
     const bool self = pair && k == 0 && trusted.is_baseline;
-    const GpuMismatch mm =
-        self ? comparer_.compare(cases[k]->output, cases[k]->output, IndexMap::identity(), check,
-                                 true)
-             : comparer_.compare(cases[k]->output, trusted.array, trusted.map, check);
+    const GpuMismatch mm = self ? comparer_.compare(got, got, IndexMap::identity(), check, true)
+                                : comparer_.compare(got, trusted.array, trusted.map, check);
     (warmup ? v.warmup_total : v.samples_total) += 1;
     if (mm.ok()) {
       (warmup ? v.warmup_verified : v.samples_verified) += 1;
@@ -296,36 +332,62 @@ Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
     return false;
   };
 
-  // One pair (or sample): fresh inputs, the reference, each side timed, everything verified.
-  // Returns false when the measurement must stop.
+  // One pair (or sample), in the file comment's order: the candidate first, while nothing
+  // trusted exists; its determinism re-run; then, on inputs regenerated from the same key,
+  // the trusted side; then every output verified. Returns false when the measurement must
+  // stop.
   int kept = 0;
   const auto one = [&](bool warmup, int number) {
     const Sample s{warmup, number, pair_key(salt, warmup, number)};
-    if (m.inputs != nullptr) m.inputs->fill(s.key);
+    const auto fresh_inputs = [&] {
+      if (m.inputs != nullptr) m.inputs->fill(s.key);
+    };
+    std::vector<Run> runs(cases.size());
+    fresh_inputs();
+    for (const DeviceArray& buffer : trusted_buffers) poison(buffer);
+    runs[cand] = run_timed(m.candidate, s, nvtx[cand]);
+    DeviceArray candidate_output = m.candidate.output;
+    GpuMismatch rerun_mismatch;
+    if (rerun) {
+      const DeviceArray& got = m.candidate.output;
+      CUDA_CHECK(cudaMemcpy(first_output.data(), got.data, got.bytes(), cudaMemcpyDeviceToDevice));
+      candidate_output = first_view;
+      fresh_inputs();
+      run_untimed(m.candidate, s, kNvtxDeterminism);
+      rerun_mismatch = comparer_.compare(got, first_view, IndexMap::identity(), check, true);
+    }
+    fresh_inputs();  // undoes whatever the candidate did to the inputs
+    if (pair) runs[0] = run_timed(m.baseline, s, nvtx[0]);
     if (m.reference.launch) run_untimed(m.reference, s, kNvtxReference);
-    std::vector<Run> runs;
-    for (std::size_t k = 0; k < cases.size(); ++k) runs.push_back(run_timed(*cases[k], s, nvtx[k]));
+
     bool refused = false;
     for (std::size_t k = 0; k < cases.size(); ++k) {
-      launches[k].push_back(runs[k].launches);
-      if (!warmup) margin[k].push_back(runs[k].host_ms - runs[k].event_ms);
-      if (!warmup && hc.refuses(runs[k].event_ms, runs[k].host_ms)) {
+      const Run& r = runs[k];
+      launches[k].push_back(r.launches);
+      if (warmup) continue;
+      margin[k].push_back(r.host_ms - r.event_ms);
+      if (cupti) {
+        ActivityStats& a = activity[k];
+        records[k].push_back(r.span.records);
+        ++a.runs;
+        if (r.span.records == 0) ++a.empty_calls;
+        if (r.span.dropped > 0) ++a.dropped_calls;
+        if (ec.escaped(r.event_ms, r.span.ms)) ++a.escaped_runs;
+      } else if (hc.refuses(r.event_ms, r.host_ms)) {
         refused = true;
-        out.review.refused.push_back({warmup, number, roles[k], runs[k].event_ms, runs[k].host_ms});
+        out.review.refused.push_back({warmup, number, roles[k], r.event_ms, r.host_ms});
       }
     }
     const int sample = warmup || refused ? -1 : kept;
     bool ok = true;
-    for (std::size_t k = 0; k < cases.size(); ++k) ok = verify(k, warmup, number, sample) && ok;
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+      ok = verify(k, k == cand ? candidate_output : cases[k]->output, warmup, number, sample) && ok;
+    }
     if (ok && rerun) {
-      const DeviceArray& got = m.candidate.output;
-      CUDA_CHECK(cudaMemcpy(first_output.data(), got.data, got.bytes(), cudaMemcpyDeviceToDevice));
-      run_untimed(m.candidate, s, kNvtxDeterminism);
-      const GpuMismatch mm = comparer_.compare(got, first_view, IndexMap::identity(), check, true);
       ++det.runs;
-      if (!mm.ok() && !det.first_failure) {
+      if (!rerun_mismatch.ok() && !det.first_failure) {
         det.identical = false;
-        det.first_failure = make_failure(mm, warmup, number, sample);
+        det.first_failure = make_failure(rerun_mismatch, warmup, number, sample);
         det.message = failure_message(*det.first_failure, "changed when the candidate ran again on",
                                       "the same inputs", "bit for bit");
         if (det.required) ok = false;
@@ -336,10 +398,11 @@ Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
       ++out.refused;
     } else {
       for (std::size_t k = 0; k < cases.size(); ++k) {
+        times[k].push_back(runs[k].ms);
         event[k].push_back(runs[k].event_ms);
         host[k].push_back(runs[k].host_ms);
       }
-      if (pair) ratio.push_back(runs[1].event_ms > 0 ? runs[0].event_ms / runs[1].event_ms : 0.0);
+      if (pair) ratio.push_back(runs[1].ms > 0 ? runs[0].ms / runs[1].ms : 0.0);
       ++kept;
     }
     // Most pairs refused: work escapes the events; stop now (flagged below).
@@ -359,7 +422,7 @@ Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
     if (!go) break;
     if (kept >= options_.min_samples) {
       bool stable = true;
-      for (const auto& e : event) stable = stable && summarize(e).rse < options_.target_rse;
+      for (const auto& t : times) stable = stable && summarize(t).rse < options_.target_rse;
       if (pair) stable = stable && summarize(ratio).rse < options_.target_rse;
       if (stable) {
         out.converged = true;
@@ -373,10 +436,19 @@ Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
   // --- summaries ---------------------------------------------------------------------------
   for (std::size_t k = 0; k < cases.size(); ++k) {
     SideResult& side = out.sides[k];
-    side.ms = summarize(event[k]);
+    side.ms = summarize(times[k]);
+    side.event_ms = summarize(event[k]);
     side.host_ms = summarize(host[k]);
     side.host_margin_ms = summarize(margin[k]).median;
     side.launches = launch_stats(launches[k]);
+    if (cupti) {
+      side.activity = activity[k];
+      side.activity.recorded = true;
+      const LaunchStats r = launch_stats(records[k]);
+      side.activity.records_min = r.min;
+      side.activity.records_max = r.max;
+      side.activity.records_median = r.median;
+    }
     Verification& v = side.verification;
     v.passed = !v.first_failure && v.samples_total > 0;
     if (v.passed) {
@@ -386,7 +458,7 @@ Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
       v.message = "no timed run was verified";
     }
   }
-  const Verification& cv = out.sides.back().verification;
+  const Verification& cv = out.sides[cand].verification;
   if (check.exact) {
     det.identical = cv.passed;
     det.runs = cv.samples_total + cv.warmup_total;
@@ -400,6 +472,28 @@ Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
     det.message = "not checked";
   }
   Review& review = out.review;
+  if (cupti) {
+    review.rule = "no host-time refusal (the activity clock times every stream); " + ec.describe();
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+      const ActivityStats& a = out.sides[k].activity;
+      if (a.runs > 0 && 2 * a.escaped_runs > a.runs) {
+        std::ostringstream note;
+        note << "the " << roles[k] << "'s activity span exceeded its event time in "
+             << a.escaped_runs << " of " << a.runs << " timed runs (" << ec.factor
+             << " x event_ms + " << ec.slack_ms
+             << " ms): work escaped the stream the events wait on; its time counts that work";
+        review.notes.push_back(note.str());
+      }
+      if (a.dropped_calls > 0) {
+        std::ostringstream note;
+        note << "CUPTI dropped activity records in " << a.dropped_calls << " of " << a.runs
+             << " timed calls of the " << roles[k] << ": those calls were timed by host time";
+        review.notes.push_back(note.str());
+      }
+    }
+    if (pair) out.speedup = summarize(ratio);
+    return out;
+  }
   review.rule = hc.describe();
   const int total = kept + out.refused;
   if (out.refused >= hc.flag_min_refused && out.refused >= kept) {
@@ -461,6 +555,54 @@ CaseTiming Harness::time_single(const Measurement& m) {
   t.determinism = std::move(o.determinism);
   t.review = std::move(o.review);
   return t;
+}
+
+DeviceLimits measure_limits(const DeviceInfo& device) {
+  DeviceLimits limits;
+  const int lanes = fp32_lanes_per_sm(device.cc_major, device.cc_minor);
+  limits.fp32_gflops = 2.0 * lanes * device.sm_count * device.max_sm_clock_mhz * 1e-3;
+  {
+    std::ostringstream how;
+    how << device.sm_count << " SMs x " << lanes << " FP32 lanes per SM (compute capability "
+        << device.cc_major << "." << device.cc_minor << ") x 2 (fused multiply-add) x "
+        << device.max_sm_clock_mhz << " MHz (the maximum SM clock)";
+    limits.fp32_method = how.str();
+  }
+
+  // Source and destination each at least 4 × the L2, so neither stays in the cache.
+  constexpr std::size_t kPage = 4096;
+  const std::size_t bytes =
+      (std::max<std::size_t>(4 * device.l2_bytes, std::size_t{64} << 20) + kPage - 1) / kPage *
+      kPage;
+  ActivityClock& clock = ActivityClock::instance();
+  try {
+    DeviceBuffer<unsigned char> src(bytes), dst(bytes);
+    CUDA_CHECK(cudaMemsetAsync(src.data(), 0x3C, bytes, 0));
+    EventTimer timer;
+    constexpr int kCopies = 5;
+    double best_ms = 0;
+    for (int i = 0; i <= kCopies; ++i) {  // copy 0 warms up
+      clock.begin();
+      timer.start(0);
+      CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, 0));
+      timer.stop(0);
+      const ActivitySpan span = clock.end();
+      const double ms = clock.available() ? span.ms : timer.elapsed_millis();
+      if (i > 0 && ms > 0 && (best_ms == 0 || ms < best_ms)) best_ms = ms;
+    }
+    if (best_ms > 0) limits.copy_gbytes_per_s = 2.0 * static_cast<double>(bytes) / best_ms * 1e-6;
+    std::ostringstream how;
+    how << "cudaMemcpyAsync device to device of " << (bytes >> 20) << " MiB ("
+        << (device.l2_bytes > 0 ? static_cast<double>(bytes) / device.l2_bytes : 0.0)
+        << " x the L2), bytes read + written, best of " << kCopies << " after a warm-up, timed by "
+        << (clock.available() ? "CUPTI activity records" : "CUDA events");
+    limits.copy_method = how.str();
+  } catch (const std::exception& err) {
+    limits.copy_gbytes_per_s = 0;
+    limits.copy_method = std::string("not measured: ") + err.what();
+    cudaGetLastError();  // a failed allocation leaves no sticky error; clear the last one
+  }
+  return limits;
 }
 
 }  // namespace cml

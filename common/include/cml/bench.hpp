@@ -83,7 +83,8 @@ struct Plot {
 /// Collects a bench's measurements and writes them as one JSON document.
 class BenchReport {
  public:
-  /// Records the device and its clocks at the start.
+  /// Records the device, its clocks and its limits (measure_limits: a copy timed on the
+  /// device) at the start: construct it before any code under test runs.
   BenchReport(std::string lab, std::string variant, const BenchArgs& args,
               const DeviceInfo& device, std::size_t l2_flush_bytes);
 
@@ -112,6 +113,7 @@ class BenchReport {
   BenchArgs args_;
   DeviceInfo device_;
   ClockSample clocks_start_;
+  DeviceLimits limits_;
   std::size_t flush_bytes_;
   std::vector<std::pair<std::string, std::string>> params_;  // name, JSON text
   std::vector<std::string> comparisons_, cases_;             // JSON texts

@@ -56,6 +56,11 @@ bool has_cuda_device();
 /// Reads the device's current SM and memory clocks and its temperature.
 ClockSample sample_clocks(const DeviceInfo& device);
 
+/// FP32 lanes per SM: results of a 32-bit floating-point add, multiply or fused multiply-add
+/// per clock per SM, from the CUDA C++ Programming Guide's arithmetic-throughput table (the
+/// project's one copy of it); 0 for an architecture it does not know.
+int fp32_lanes_per_sm(int cc_major, int cc_minor);
+
 /// One line: "NVIDIA H100 80GB HBM3 (CC 9.0, 132 SMs, 50 MB L2, driver 13.0, runtime 13.0)".
 std::string describe(const DeviceInfo& device);
 

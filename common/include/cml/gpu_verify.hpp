@@ -151,6 +151,8 @@ class FreshInputs {
   /// Regenerates every array from `key` (enqueued on the legacy default stream).
   void fill(std::uint64_t key) const;
   bool empty() const { return arrays_.empty(); }
+  /// Whether `data` is where one of the arrays starts (and the array holds `count` or more).
+  bool holds(const void* data, std::size_t count) const;
 
  private:
   struct Array {

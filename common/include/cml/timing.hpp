@@ -1,23 +1,48 @@
 /// \file
 /// The project's one timing protocol, and what makes its numbers trustworthy.
 ///
-/// A measurement (time_pair: baseline A against candidate B, interleaved A B A B; or
-/// time_single: one case) runs in pairs (or samples). For every pair, outside the timed
-/// window:
-///  - the inputs are regenerated on the GPU (FreshInputs) from a key derived from the seed,
-///    a per-run random nonce, the measurement's names and the pair number, so no two pairs
-///    see the same values, nothing a kernel remembers (a product stored by input content) is
-///    ever reused, and no later pair's inputs can be known (and its result prepared) earlier;
-///  - each output is poisoned (every byte 0xFF: NaN for float) before each run, and the L2
-///    cache is flushed (a buffer twice its size written) before each timed run.
-/// `warmup` pairs run first, exactly like the others (verified too), but are not timed.
-/// Each timed run is `launch(sample)` between two CUDA events on the legacy default stream,
-/// followed by cudaDeviceSynchronize(). Host time (steady_clock) around
-/// [start event; launch; stop event; cudaDeviceSynchronize()] cross-checks the events: work
-/// on a stream the events do not wait for still finishes before the device-wide sync, and
-/// shows as host time beyond the event time. Honest runs on an H100 exceed their event time
-/// by 7-20 us (the event record and the wake-up from the sync), whatever the kernel's length
-/// or number of launches. HostCheck's rules:
+/// A measurement (time_pair: baseline A against candidate B, interleaved; or time_single:
+/// one case) runs in pairs (or samples). Every pair runs in this order:
+///  1. the inputs are regenerated on the GPU (FreshInputs) from the pair's key, derived from
+///     the seed, a per-run random nonce, the measurement's names and the pair number, so no
+///     two pairs see the same values, nothing a kernel remembers (a product stored by input
+///     content) is ever reused, and no later pair's inputs can be known (and its result
+///     prepared) earlier;
+///  2. every trusted buffer (the baseline's output, the reference's output, the determinism
+///     copy) is poisoned (every byte 0xFF: NaN for float), so no result the harness computed
+///     for these inputs exists in device memory while the student's code runs;
+///  3. the CANDIDATE runs, timed (time_single: the case);
+///  4. for a determinism check, its output is copied aside, the inputs are regenerated from
+///     the key and the candidate runs again, untimed: still before anything trusted runs;
+///  5. the inputs are regenerated from the key again, undoing whatever the candidate did to
+///     them; then the BASELINE runs, timed, and the trusted `reference`, untimed;
+///  6. the candidate's timed output is compared with the trusted result, and the baseline's
+///     is checked too.
+/// The candidate always runs before the trusted side of its pair: the L2 cache is flushed
+/// (a buffer twice its size written) and each output poisoned before every timed run, so
+/// the order costs neither side time. `warmup` pairs run first, exactly like the others
+/// (verified too), but are not timed.
+///
+/// The clock (cml/activity_clock.hpp). Each timed run is: the device synchronized and the
+/// pending activity records discarded; `launch(sample)` between two CUDA events on the
+/// legacy default stream; cudaDeviceSynchronize(); the records flushed. Its time is the span
+/// of CUPTI's activity records (kernels, copies, sets) from the earliest start to the latest
+/// end, on every stream: work the call leaves on a stream of its own, or a copy after its
+/// kernel, is in the time. The harness's own work (poison, L2 flush, input generation,
+/// comparison) happens before the discard or after the flush, never in the span. A call that
+/// caused no device work has time 0. The event time and the host time (steady_clock around
+/// [start event; launch; stop event; cudaDeviceSynchronize()]) are recorded beside it for
+/// information; no run is ever refused for its host time. When the span exceeds the event
+/// time (by more than EventCheck's tolerance) in most timed runs, the measurement carries a
+/// note (work escaped the stream the events wait on): the time already counts that work. If
+/// CUPTI dropped records during a run, its time is the host time (an upper bound).
+///
+/// Where CUPTI is unavailable (built without it, or another profiler such as ncu or
+/// compute-sanitizer holds the subscription) the events are the clock and HostCheck
+/// cross-checks them: work on a stream the events do not wait for still finishes before the
+/// device-wide sync, and shows as host time beyond the event time. Honest runs on an H100
+/// exceed their event time by 7-20 us, whatever the kernel's length or number of launches.
+/// HostCheck's rules, applied with the events clock only:
 ///  (a) a run whose host time exceeds `factor` x its event time + `slack_ms` is *refused*:
 ///      its pair leaves the statistics (a lone refusal, the host thread descheduled once,
 ///      costs nothing);
@@ -30,25 +55,26 @@
 /// After every run (warm-up included) the WHOLE output is compared on the GPU with a result
 /// the harness computes itself for the same inputs: the baseline's output of the same pair
 /// (given, trusted code), the output of an untimed trusted `reference` launch, or an input
-/// array read through an IndexMap (a copy, a transpose, a strided gather). Exact checks
+/// array read through an IndexMap (a copy, a transpose, a strided gather), regenerated after
+/// the candidate ran, so a mutated input cannot make a wrong output match. Exact checks
 /// compare bits (deterministic arithmetic: this is also the determinism check); tolerance
-/// checks use |got - expected| <= abs + rel·|expected| and, if asked, run the candidate a
-/// second time on the same inputs (untimed) and require identical bits. NaN never passes.
-/// The first mismatch stops the measurement and is reported with its pair, sample, index,
-/// got and expected.
+/// checks use |got - expected| <= abs + rel·|expected| and, if asked, compare the bits of the
+/// candidate's two runs (step 4). NaN never passes. The first mismatch stops the measurement
+/// and is reported with its pair, sample, index, got and expected.
 ///
 /// The launches each timed call makes are counted (launch_count.hpp); a candidate call that
 /// launches no kernel shows as 0 in the report.
 ///
 /// NVTX ranges (NVTX3, header only) name every call of code under test, so a profiler can
 /// select exactly what one interface call launched (`ncu --nvtx --nvtx-include
-/// "cml:candidate/"`):
+/// "cml:candidate/"`). In a pair they open in this order: candidate, determinism, baseline,
+/// reference.
 ///  - `cml:candidate`    each timed or warm-up call of the candidate, and any untimed call
 ///                       of the student's code a bench makes for profiling;
+///  - `cml:determinism`  the candidate's untimed second run on the same (regenerated)
+///                       inputs, the determinism check: kept out of `cml:candidate`;
 ///  - `cml:baseline`     each timed or warm-up call of the baseline: as many as of the
 ///                       candidate, so a profile of one range can be divided by the other's;
-///  - `cml:determinism`  the candidate's untimed second run on the same inputs (the
-///                       determinism check): kept out of `cml:candidate` for that reason;
 ///  - `cml:reference`    each call of an untimed trusted reference;
 ///  - `cml:case`         each call of a case timed alone (time_single: library yardsticks,
 ///                       sweeps of given kernels).
@@ -68,7 +94,9 @@
 #include <string>
 #include <vector>
 
+#include "cml/activity_clock.hpp"
 #include "cml/buffer.hpp"
+#include "cml/device_info.hpp"
 #include "cml/gpu_verify.hpp"
 
 namespace cml {
@@ -89,7 +117,7 @@ class NvtxRange {
   NvtxRange& operator=(const NvtxRange&) = delete;
 };
 
-/// The host-time cross-check's rules (see the file comment).
+/// The host-time cross-check's rules (see the file comment), applied with the events clock.
 struct HostCheck {
   double factor = 1.05;          ///< (a) refuse a run when host_ms > factor·event_ms + slack_ms
   double slack_ms = 0.1;
@@ -106,6 +134,17 @@ struct HostCheck {
   std::string describe() const;  ///< the three rules in one line
 };
 
+/// When a run's activity span counts as exceeding its event time (work escaped the stream
+/// the events wait on): span_ms > factor·event_ms + slack_ms. A note, never a refusal.
+struct EventCheck {
+  double factor = 1.05;
+  double slack_ms = 0.01;
+  bool escaped(double event_ms, double span_ms) const {
+    return span_ms > factor * event_ms + slack_ms;
+  }
+  std::string describe() const;
+};
+
 /// Knobs of the protocol; the defaults are what the grader uses.
 struct TimingOptions {
   int warmup = 3;             ///< untimed (but verified) runs of each case before sampling
@@ -119,6 +158,7 @@ struct TimingOptions {
   /// computed (and their results prepared during an untimed call) from the seed alone.
   std::uint64_t nonce = 0;
   HostCheck host_check;
+  EventCheck event_check;
 };
 
 /// Summary of timing samples in milliseconds (or of per-pair ratios).
@@ -150,14 +190,14 @@ struct TimedCase {
 };
 
 /// One measurement: what runs, on which inputs, and what its output is compared with.
-/// The expected result is, in order of precedence: `expected` (an array the harness owns,
-/// usually an input, read through `map`); the output of `reference` (trusted code run
-/// untimed before each pair); the baseline's output of the same pair (time_pair only: the
-/// baseline is given, trusted code).
+/// The expected result is, in order of precedence: `expected` (one of the `inputs`,
+/// regenerated after the candidate ran, read through `map`); the output of `reference`
+/// (trusted code run untimed after the candidate in each pair); the baseline's output of the
+/// same pair (time_pair only: the baseline is given, trusted code, run after the candidate).
 struct Measurement {
   TimedCase baseline;             ///< time_pair's A side; unused by time_single
   TimedCase candidate;            ///< time_pair's B side; time_single's case
-  const FreshInputs* inputs = nullptr;  ///< regenerated before every pair (may be null)
+  const FreshInputs* inputs = nullptr;  ///< regenerated before each side (may be null)
   TimedCase reference;            ///< optional: trusted code whose output is expected
   DeviceArray expected;           ///< optional: the expected result itself
   IndexMap map;                   ///< expected value of output i: expected[map(i)]
@@ -199,6 +239,17 @@ struct DeterminismResult {
   std::optional<Failure> first_failure;
 };
 
+/// What the activity records said about a side's timed calls (the CUPTI clock only).
+struct ActivityStats {
+  bool recorded = false;  ///< false: the events clock timed the runs
+  std::uint64_t records_min = 0, records_max = 0;  ///< device work records per timed call
+  double records_median = 0;
+  int empty_calls = 0;    ///< timed calls that caused no device work (time 0)
+  int dropped_calls = 0;  ///< timed calls during which CUPTI dropped records (host time used)
+  int escaped_runs = 0;   ///< timed runs whose span exceeded the event time (EventCheck)
+  int runs = 0;           ///< timed runs looked at
+};
+
 /// Kernels launched by each timed call (warm-up and refused runs included).
 struct LaunchStats {
   bool counted = false;  ///< false: the executable was not linked with the wrap options
@@ -215,10 +266,11 @@ struct Refusal {
   double event_ms = 0, host_ms = 0;
 };
 
-/// The host-time cross-check's verdict on one measurement.
+/// The host-time cross-check's verdict on one measurement, and notes from the clocks.
 struct Review {
-  bool flagged = false;
+  bool flagged = false;               ///< the events clock's host-time cross-check only
   std::vector<std::string> reasons;
+  std::vector<std::string> notes;     ///< information, never a flag (work escaped the events)
   std::vector<Refusal> refused;
   std::string rule;
 };
@@ -226,18 +278,21 @@ struct Review {
 /// One side of a measurement.
 struct SideResult {
   std::string name;
-  SampleStats ms;       ///< event times of the kept runs
+  std::string clock;    ///< "cupti" or "events": where `ms` came from
+  SampleStats ms;       ///< the clock's times of the kept runs (the scored figure)
+  SampleStats event_ms;  ///< event times of the same runs
   SampleStats host_ms;  ///< host times of the same runs
   double host_margin_ms = 0;  ///< median of host - event time over every timed run
   Verification verification;
   LaunchStats launches;
+  ActivityStats activity;
 };
 
 /// Result of timing two cases interleaved.
 struct PairTiming {
   SideResult baseline;
   SideResult candidate;
-  SampleStats speedup;  ///< baseline time / candidate time, one value per kept pair
+  SampleStats speedup;  ///< baseline time / candidate time (`ms`), one value per kept pair
   bool converged = false;
   double wall_seconds = 0;
   int warmup_pairs = 0;
@@ -285,9 +340,23 @@ class L2Flusher {
   unsigned char next_ = 0;
 };
 
+/// The physical floor of every time on this device, measured (copy) or computed (FP32)
+/// before any code under test runs; a time below what these allow is impossible.
+struct DeviceLimits {
+  double copy_gbytes_per_s = 0;  ///< best device-to-device copy, bytes read + written per s
+  double fp32_gflops = 0;        ///< SMs × FP32 lanes per SM × 2 (FMA) × max SM clock
+  std::string copy_method, fp32_method;  ///< how each was obtained, one line each
+};
+
+/// Measures the copy bandwidth (cudaMemcpyAsync of at least 4 × the L2 size, device to
+/// device, best of 5 after a warm-up, timed by the activity clock or, without it, by
+/// events) and computes the FP32 peak (fp32_lanes_per_sm()).
+DeviceLimits measure_limits(const DeviceInfo& device);
+
 /// Runs the protocol on the current device.
 class Harness {
  public:
+  /// Subscribes the activity clock (ActivityClock::instance()) before anything is timed.
   Harness(std::size_t l2_bytes, TimingOptions options);
 
   /// Interleaves baseline and candidate, A B A B, until converged, capped, wrong or flagged.
@@ -297,6 +366,8 @@ class Harness {
 
   const TimingOptions& options() const { return options_; }
   std::size_t flush_bytes() const { return flusher_.bytes(); }
+  /// The clock the runs are timed with ("cupti" or "events").
+  const ActivityClock& clock() const { return clock_; }
 
  private:
   struct Run;
@@ -307,6 +378,7 @@ class Harness {
   std::uint64_t pair_key(const std::string& salt, bool warmup, int pair) const;
 
   TimingOptions options_;
+  ActivityClock& clock_;
   L2Flusher flusher_;
   EventTimer timer_;
   GpuComparer comparer_;

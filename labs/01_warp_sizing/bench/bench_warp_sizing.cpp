@@ -1,7 +1,7 @@
 // Lab 01 bench: the given memory-bound scale kernel at the bad block size (kBadBlockSize
 // threads) against the block size choose_block_size() picks for this GPU, interleaved per the
 // project's timing protocol (common/include/cml/timing.hpp: fresh inputs for every pair,
-// every output verified whole on the GPU, host-time cross-check, launches counted); a sweep
+// every output verified whole on the GPU, activity-record timing, launches counted); a sweep
 // of throughput against block size; and the divergent warps of a 200x150 image in 16x16
 // blocks, counted on the GPU with warp votes.
 //   labNN_bench_<variant> [--n N] [--sweep 0|1] [--json PATH] [--seed N] [--quick] ...

@@ -1,7 +1,7 @@
 // Lab 02 bench: the uncoalesced baseline against the student's fixed mapping (interleaved,
 // scored), then effective bandwidth of a read at strides 1-32 floats beside a plain copy of
 // the same size. Timing protocol: common/include/cml/timing.hpp (fresh inputs for every
-// pair, every output verified whole on the GPU, host-time cross-check, launches counted).
+// pair, every output verified whole on the GPU, activity-record timing, launches counted).
 // Prints one JSON document.
 //   lab02_bench_<variant> [--rows R --cols C (default 8192)] [--count N (default 2^24)]
 //                         [--stride S (only this stride; default: 1 2 4 8 16 32)] [--json PATH] ...

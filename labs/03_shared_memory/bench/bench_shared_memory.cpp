@@ -1,6 +1,6 @@
 // Lab 03 bench: the global-only blur against the shared-memory blur, interleaved per the
 // project's timing protocol (common/include/cml/timing.hpp: fresh inputs for every pair,
-// every output verified whole on the GPU, host-time cross-check, launches counted); first
+// every output verified whole on the GPU, activity-record timing, launches counted); first
 // with the tile chosen for full thread occupancy, then with the largest tile the opt-in
 // limit allows (one block per SM). Prints one JSON document.
 //   labNN_bench_<variant> [--n 67108864] [--radius 8] [--tile T] [--json PATH] [--seed N] ...

@@ -1,6 +1,6 @@
 // Lab 05 bench: what the boundary checks cost and what they buy, interleaved per the project's
 // timing protocol (common/include/cml/timing.hpp: fresh inputs for every pair, every output
-// verified whole on the GPU, host-time cross-check, launches counted). Prints one JSON
+// verified whole on the GPU, activity-record timing, launches counted). Prints one JSON
 // document with two comparisons:
 //   "odd"      naive (given) vs the checked tiled kernel at a size off the tile (scored);
 //   "multiple" lab 04's unchecked tiled kernel (given) vs the checked one at a multiple of

@@ -1,6 +1,6 @@
 // Lab 06 bench: the naive transpose against the conflicted and the padded tile transposes,
 // interleaved per the project's timing protocol (common/include/cml/timing.hpp: fresh inputs
-// for every pair, every output verified whole on the GPU, host-time cross-check, launches
+// for every pair, every output verified whole on the GPU, activity-record timing, launches
 // counted); a plain copy and cudaMemcpy timed alone as yardsticks; and the clock64() cycles
 // per shared-memory access at strides 1..32, the broadcast and the padded struct, beside the
 // conflict degree the student's model predicts. Prints one JSON document.

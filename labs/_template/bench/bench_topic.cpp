@@ -1,9 +1,10 @@
 // Lab NN bench: the given baseline against the student's kernel, interleaved per the
 // project's timing protocol (common/include/cml/timing.hpp: fresh inputs for every pair,
-// every output poisoned before and verified whole on the GPU after every run, host-time
-// cross-check, launches counted). The expected result of the student's call is the
-// baseline's output for the same inputs. Prints one JSON document; labs/04_tiled_matmul/bench
-// shows more (several comparisons, a yardstick timed alone, parameters).
+// every output poisoned before and verified whole on the GPU after every run, each call timed
+// by the device's activity records, launches counted). The expected result of the student's
+// call is the baseline's output for the same inputs (the baseline runs after the student's
+// call). Prints one JSON document; labs/04_tiled_matmul/bench shows more (several
+// comparisons, a yardstick timed alone, parameters).
 //   labNN_bench_<variant> [--n N] [--json PATH] [--seed N] ...
 #include <iostream>
 
