@@ -82,7 +82,9 @@ inline const std::set<const void*>& required_kernels(int n) {
     }
   };
   note([&] { lab04::matmul_tiled(d_a.data(), d_b.data(), d_c.data(), n); });
-  note([&] { lab04::matmul_tiled_dynamic(d_a.data(), d_b.data(), d_c.data(), n, lab04::kMaxTile); });
+  note([&] {
+    lab04::matmul_tiled_dynamic(d_a.data(), d_b.data(), d_c.data(), n, lab04::kMaxTile);
+  });
   note([&] { lab04::matmul_naive(d_a.data(), d_b.data(), d_c.data(), n); });
   return found.emplace(n, std::move(kernels)).first->second;
 }
