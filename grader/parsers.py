@@ -354,7 +354,7 @@ def parse_bench_json(text: str, source: str = "bench output") -> dict[str, Any]:
     if doc.get("schema") != BENCH_SCHEMA:
         raise BenchError(f"{source}: schema is {doc.get('schema')!r}, expected {BENCH_SCHEMA!r}")
     for key, kind in (("comparisons", list), ("cases", list), ("metrics", dict),
-                      ("device", dict), ("params", dict), ("plots", list)):
+                      ("device", dict), ("params", dict), ("plots", list), ("not_timed", dict)):
         if key in doc and not isinstance(doc[key], kind):
             raise BenchError(f"{source}: '{key}' must be a JSON {kind.__name__}")
     if "comparisons" not in doc:

@@ -550,6 +550,13 @@ def stretch_part(stretch: "Stretch", runs: "BenchRuns", full_groups: set[str],
         return altered_part(part, runs)
     comp = next((c for c in runs.student_doc.get("comparisons") or []
                  if isinstance(c, dict) and c.get("name") == stretch.comparison), None)
+    why_not_timed = (runs.student_doc.get("not_timed") or {}).get(stretch.comparison)
+    if comp is None and isinstance(why_not_timed, str) and why_not_timed:
+        # The bench says why (lab 04 without the bonus: "... the optional bonus is not
+        # attempted"): that, not the correctness groups it also fails, is the reason.
+        part.reason = (f"No points: the bench did not time '{stretch.comparison}': "
+                       f"{why_not_timed.rstrip('.')}.")
+        return part
     missing = missing_groups(stretch.requires, full_groups)
     if missing:
         part.reason = ("No points: correctness comes first: these groups need full marks: "

@@ -313,6 +313,12 @@ void BenchReport::param(const std::string& name, const std::string& value) {
   params_.emplace_back(name, j.str());
 }
 
+void BenchReport::not_timed(const std::string& comparison, const std::string& why) {
+  JsonWriter j;
+  j.value(why);
+  not_timed_.emplace_back(comparison, j.str());
+}
+
 void BenchReport::add_comparison(const std::string& name, const PairTiming& t, const Work& work) {
   JsonWriter j;
   j.begin_object()
@@ -536,6 +542,7 @@ std::string BenchReport::finish() {
     metrics.emplace_back(name, v.str());
   }
   splice_object("metrics", metrics);
+  splice_object("not_timed", not_timed_);
   std::vector<std::string> plots;
   for (const auto& p : plots_) {
     JsonWriter pj;

@@ -7,6 +7,7 @@ through `grader grade --no-gpu` end to end. The GPU layer is tools/adversarial_c
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import json
 import os
 import shutil
@@ -340,6 +341,43 @@ class EndToEndTest(unittest.TestCase):
     def test_4_what_the_code_finds_is_not_shown(self):
         checks = self.assert_as_expected("04_leak_ifstream_relative")
         self.assertIn("no_leak", {c.key for c in checks if c.verdict == suite.PASS})
+
+
+@unittest.skipUnless(HAVE_SOLUTIONS, NEEDS)
+class BonusExpectationTest(unittest.TestCase):
+    """`bonus = "zero" | "partial" | "full"`: the optional bonus's parts together, read from a
+    result.json's parts that offer points above the maximum (details["bonus"])."""
+
+    def check(self, level: str, correctness: float, speed: float, gpu: bool = True,
+              status: str = "graded") -> suite.Check:
+        case = next(c for c in suite.load_cases() if c.name == "04_bonus_missing")
+        case = dataclasses.replace(case, expect={"bonus": level})
+        parts = [
+            {"kind": "correctness", "name": "Tiled kernel", "status": "graded", "points": 25,
+             "max_points": 25, "details": {}},
+            {"kind": "correctness", "name": "Bonus: register-tiled kernel", "status": status,
+             "points": correctness, "max_points": 0, "details": {"bonus": 4}},
+            {"kind": "performance", "name": "Bonus speed", "status": status, "points": speed,
+             "max_points": 0, "details": {"bonus": 6}},
+        ]
+        result = {"labs": [{"lab": case.lab.folder, "points": 25 + correctness + speed,
+                            "max_points": 25, "parts": parts}]}
+        return next(c for c in suite.check_result(case, result, [], gpu=gpu) if c.key == "bonus")
+
+    def test_levels(self):
+        for level, correctness, speed, verdict in (
+                ("zero", 0, 0, suite.PASS), ("zero", 3.43, 0, suite.FAIL),
+                ("partial", 3.43, 0, suite.PASS), ("partial", 0, 0, suite.FAIL),
+                ("partial", 4, 6, suite.FAIL), ("full", 4, 6, suite.PASS),
+                ("full", 4, 5.2, suite.FAIL)):
+            with self.subTest(level=level, correctness=correctness, speed=speed):
+                self.assertEqual(self.check(level, correctness, speed).verdict, verdict)
+
+    def test_without_a_gpu(self):
+        self.assertEqual(self.check("zero", 0, 0, gpu=False, status="not_graded").verdict,
+                         suite.NA)
+        self.assertEqual(self.check("zero", 1, 0, gpu=False, status="not_graded").verdict,
+                         suite.FAIL)
 
 
 if __name__ == "__main__":

@@ -161,6 +161,7 @@ class BenchJsonTest(unittest.TestCase):
             "median speedup": dict(good, comparisons=[dict(good["comparisons"][0], speedup={})]),
             "baseline timing": dict(good, comparisons=[{"name": "x", "candidate": {"ms": {"median": 1}},
                                                         "speedup": {"median": 1}}]),
+            "not_timed": dict(good, not_timed=["register_tiled"]),  # name -> reason
         }
         with tempfile.TemporaryDirectory() as tmp:
             for expected, doc in cases.items():

@@ -99,7 +99,8 @@ class BonusRubricTest(unittest.TestCase):
 class StretchPartTest(unittest.TestCase):
     """The [stretch] part from a bench run: correctness first, then the fraction."""
 
-    def _part(self, comp=None, failed="", full=("Bonus",), sanitizer_clean=True, **runs_kw):
+    def _part(self, comp=None, failed="", full=("Bonus",), sanitizer_clean=True,
+              not_timed=None, **runs_kw):
         from grader.measure import BenchRuns, SanitizerRuns
         from grader.parsers import SanitizerSummary
         from grader.rubric import Stretch
@@ -107,7 +108,8 @@ class StretchPartTest(unittest.TestCase):
         stretch = Stretch(points=6, comparison="register_tiled", requires=["Bonus"],
                           target_fraction=0.6, floor_fraction=0.2,
                           sanitizer_tests="[s]", bonus=True)
-        doc = None if comp is None else {"comparisons": [comp]}
+        doc = None if comp is None and not_timed is None else \
+            {"comparisons": [comp] if comp else [], "not_timed": not_timed or {}}
         runs = BenchRuns(failed=failed, student_doc=doc, **runs_kw)
         summary = mock.Mock(spec=SanitizerSummary)
         san = SanitizerRuns(summaries=[summary])
@@ -147,6 +149,17 @@ class StretchPartTest(unittest.TestCase):
     def test_a_bench_that_never_finished_scores_zero_not_unmeasured(self):
         part = self._part(failed="your bench did not finish (timeout).")
         self.assertEqual((part.status, part.points), ("graded", 0.0))
+
+    def test_a_comparison_the_bench_could_not_time_says_why(self):
+        why = "matmul_register_tiled is not in your file: the optional bonus is not attempted"
+        part = self._part(not_timed={"register_tiled": why}, full=())
+        self.assertEqual((part.status, part.points), ("graded", 0.0))
+        self.assertIn("not attempted", part.reason)
+        # Missing without a reason: the correctness groups, then the missing comparison.
+        part = self._part(not_timed={"other": why}, full=())
+        self.assertIn("correctness comes first", part.reason)
+        part = self._part(not_timed={"other": why})
+        self.assertIn("no comparison 'register_tiled'", part.reason)
 
     def test_correctness_and_sanitizer_come_first(self):
         self.assertEqual(self._part(self._comp(0.78), full=()).points, 0.0)

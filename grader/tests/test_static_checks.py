@@ -432,6 +432,7 @@ class CompiledTest(unittest.TestCase):
         jobs["fair_crlf_bom.cu"] = sc.student_compile_command(
             NVCC, cls.proj, "04_tiled_matmul", cls.extra, (ARCH,), obj=cls.objects["fair_crlf_bom.cu"])
         cls.labs = discover_labs()
+        cls.labs_by_folder = {lab.folder: lab for lab in cls.labs}
         for lab in cls.labs:
             for kind, src in (("solution", lab.solution_file), ("skeleton", lab.student_file)):
                 if src.is_file():
@@ -519,6 +520,24 @@ class CompiledTest(unittest.TestCase):
         names = sc.demangle(sorted(sc.interface_of(self.objects["solution:04_tiled_matmul"])))
         self.assertIn("lab04::matmul_tiled(float const*, float const*, float*, int)", names)
         self.assertIn("lab04::choose_tile(int, unsigned long)", names)
+
+    def test_a_strong_interface_definition_replaces_the_harness_weak_one(self):
+        # Lab 04's given code defines the optional bonus weakly (bonus_not_attempted.cu), so a
+        # file without it links; a file that defines it (the reference) is not refused for
+        # redefining the harness, and one without it passes (fair_pg_matmul.cu).
+        weak = self.objects["harness:labs/04_tiled_matmul/bonus_not_attempted.cu"]
+        name = "lab04::matmul_register_tiled(float const*, float const*, float*, int)"
+        syms, _ = sc.read_symbols(weak)
+        self.assertEqual({s.bind for s in syms if s.demangled == name and not s.undefined},
+                         {"WEAK"})
+        reference = self.objects["solution:04_tiled_matmul"]
+        self.assertIn(name, sc.demangle(sorted(sc.interface_of(reference))))
+        found = self.run_checks(self.labs_by_folder["04_tiled_matmul"].solution_file,
+                                "04_tiled_matmul", ROOT, reference, [weak])
+        self.assertEqual(found, [], "\n".join(v.describe() for v in found))
+        fair = read_fixture(FIXTURES / "fair_pg_matmul.cu")
+        self.assertIn("labs/04_tiled_matmul/bonus_not_attempted.cu", fair.harness)
+        self.check_fixture(fair)
 
     def test_exit_from_a_device_helper_alone_is_allowed(self):
         # The fair Programming Guide MatMul references exit only through nvcc's stubs.

@@ -98,6 +98,9 @@ class BenchReport {
   void add_case(const std::string& name, const CaseTiming& timing, const Work& work);
   /// A derived figure (a fraction, a count) under "metrics".
   void metric(const std::string& name, double value);
+  /// A comparison the bench meant to time but could not (the code under test threw before
+  /// a measurement was made), with the reason, under "not_timed": the grader quotes it.
+  void not_timed(const std::string& comparison, const std::string& why);
   /// Declares a plot (see Plot); returns it for its points, which may be added until
   /// finish(). Declaring an id again returns the plot already declared.
   Plot& plot(const std::string& id, const std::string& title, const std::string& x_label,
@@ -118,6 +121,7 @@ class BenchReport {
   std::vector<std::pair<std::string, std::string>> params_;  // name, JSON text
   std::vector<std::string> comparisons_, cases_;             // JSON texts
   std::vector<std::pair<std::string, double>> metrics_;
+  std::vector<std::pair<std::string, std::string>> not_timed_;  // name, JSON text
   std::deque<Plot> plots_;  // a deque: the references plot() returns stay valid
 };
 

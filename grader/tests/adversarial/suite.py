@@ -45,8 +45,10 @@ TOP_KEYS = {"lab", "class", "description", "expect", "compiles", "test_timeout",
             "make_substitute", "make_transform", "make_symlink"}
 REFUSALS = ("static", "build", "submission", "any")
 LEVELS = ("zero", "full")
+BONUS_LEVELS = ("zero", "partial", "full")  # "partial": some of the offered points, not all
 EXPECT_KEYS = {"refused": REFUSALS, "names": list, "correctness": LEVELS, "speed": LEVELS,
                "memory_safety": LEVELS, "metrics": LEVELS, "total": LEVELS, "no_leak": bool,
+               "bonus": BONUS_LEVELS,
                "max_stage_seconds": (int, float), "max_lab_seconds": (int, float),
                "no_survivors": bool}
 TRANSFORMS = ("crlf", "bom")
@@ -85,9 +87,9 @@ class Case:
             names = ",".join(e.get("names", []))
             parts.append(f"refused:{e['refused']}" + (f"({names})" if names else ""))
         for key, short in (("total", "T"), ("correctness", "C"), ("memory_safety", "M"),
-                           ("speed", "S"), ("metrics", "X")):
+                           ("speed", "S"), ("metrics", "X"), ("bonus", "B")):
             if key in e:
-                parts.append(f"{short}={'0' if e[key] == 'zero' else 'full'}")
+                parts.append(f"{short}={'0' if e[key] == 'zero' else e[key]}")
         if e.get("no_leak"):
             parts.append("no-leak")
         if "max_stage_seconds" in e:
@@ -497,6 +499,35 @@ def _level(parts: list[dict], level: str, kind: str, result: dict, gpu: bool) ->
     return Check(kind, PASS, got)
 
 
+def _bonus_level(lab: dict, level: str, result: dict, gpu: bool) -> Check:
+    """The optional bonus's parts together (every part that offers points on top of the
+    lab's maximum: details["bonus"]): "zero" none of their points, "full" all the points
+    they offer, "partial" some but not all."""
+    parts = [p for p in lab.get("parts", []) if "bonus" in (p.get("details") or {})]
+    if not parts:
+        return Check("bonus", NA, "the lab offers no bonus")
+    got = _sum(parts, "points")
+    offered = round(sum(float(p["details"]["bonus"] or 0) for p in parts), 3)
+    text = f"{got:g} of {offered:g} bonus points"
+    if level == "zero" and got > 0:  # points already earned fail it, GPU or not
+        return Check("bonus", FAIL, f"expected 0, got {text}")
+    if not gpu and any(p.get("status") == "not_graded" for p in parts):
+        return Check("bonus", NA, "needs a GPU")
+    unmeasured = [p for p in parts if p.get("status") == "not_measured"]
+    if unmeasured:
+        if not _tool_present(result, "memory_safety"):
+            return Check("bonus", NA, "the tool is not installed here")
+        return Check("bonus", FAIL, "not measured: " + (unmeasured[0].get("reason") or "")[:120])
+    ok = {"zero": got == 0, "full": got >= offered,
+          "partial": 0 < got < offered}[level]
+    if ok:
+        return Check("bonus", PASS, text)
+    short = [p for p in parts if float(p.get("points") or 0) < float(p["details"]["bonus"] or 0)]
+    why = f": {short[0].get('name')}: {(short[0].get('reason') or '')[:160]}" \
+        if short and level == "full" else ""
+    return Check("bonus", FAIL, f"expected {level}, got {text}{why}")
+
+
 def _refusal(lab: dict) -> str | None:
     """How the submission was refused before any of its code ran, if it was."""
     kinds = {"no_submission": "submission", "static_violation": "static",
@@ -574,6 +605,8 @@ def check_result(case: Case, result: dict, files: list[Path], *, gpu: bool,
             continue
         check = _level(parts, e[key], kind, result, gpu)
         checks.append(Check(key, check.verdict, check.detail))
+    if "bonus" in e:
+        checks.append(_bonus_level(lab, e["bonus"], result, gpu))
     if "total" in e:
         points, most = float(lab.get("points") or 0), float(lab.get("max_points") or 0)
         if e["total"] == "zero":

@@ -149,11 +149,14 @@ int main(int argc, char** argv) {
         versus_cublas("ladder_2d", lab04_bench::matmul_2d_blocktile);
       }
 #endif
-      // The student's kernel last: if it fails, the comparisons above are already recorded.
+      // The student's kernel last: if it fails, the comparisons above are already recorded,
+      // and the document says why this one is missing (a file without the bonus: the
+      // harness's stand-in throws "... the optional bonus is not attempted").
       try {
         versus_cublas("register_tiled", register_tiled);
       } catch (const std::exception& err) {
         std::cerr << "register_tiled failed: " << err.what() << "\n";
+        report.not_timed("register_tiled", err.what());
       }
     };
 
