@@ -361,7 +361,8 @@ class Harness {
   /// Subscribes the activity clock (ActivityClock::instance()) before anything is timed.
   Harness(std::size_t l2_bytes, TimingOptions options);
 
-  /// Interleaves baseline and candidate, A B A B, until converged, capped, wrong or flagged.
+  /// Interleaves the two in pairs, the candidate first in each (see the file comment),
+  /// until converged, capped, wrong or flagged.
   PairTiming time_pair(const Measurement& m);
   /// Samples `m.candidate` alone (needs `m.reference` or `m.expected`).
   CaseTiming time_single(const Measurement& m);
