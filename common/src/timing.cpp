@@ -159,8 +159,8 @@ Harness::Run Harness::run_timed(const TimedCase& c, const Sample& s, const char*
   CUDA_CHECK(cudaGetLastError());
   if (!clock_.available()) {
     run.ms = run.event_ms;
-  } else if (run.span.dropped > 0) {
-    // Records lost: the span may miss work. The host time covers all of it.
+  } else if (run.span.dropped > 0 || run.span.untimed > 0) {
+    // Records lost or without timestamps: the span may miss work. The host time covers it.
     run.ms = std::max(run.span.ms, run.host_ms);
   } else {
     run.ms = run.span.ms;
@@ -371,7 +371,7 @@ Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
         records[k].push_back(r.span.records);
         ++a.runs;
         if (r.span.records == 0) ++a.empty_calls;
-        if (r.span.dropped > 0) ++a.dropped_calls;
+        if (r.span.dropped > 0 || r.span.untimed > 0) ++a.dropped_calls;
         if (ec.escaped(r.event_ms, r.span.ms)) ++a.escaped_runs;
       } else if (hc.refuses(r.event_ms, r.host_ms)) {
         refused = true;
@@ -486,8 +486,9 @@ Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
       }
       if (a.dropped_calls > 0) {
         std::ostringstream note;
-        note << "CUPTI dropped activity records in " << a.dropped_calls << " of " << a.runs
-             << " timed calls of the " << roles[k] << ": those calls were timed by host time";
+        note << "CUPTI dropped activity records (or gave them no timestamps) in "
+             << a.dropped_calls << " of " << a.runs << " timed calls of the " << roles[k]
+             << ": those calls were timed by their host time";
         review.notes.push_back(note.str());
       }
     }

@@ -6,7 +6,8 @@
 /// test runs) it subscribes to CUPTI's activity records of kernels (CONCURRENT_KERNEL, which
 /// also delivers kernels launched from the device), copies (MEMCPY, and MEMCPY2 for
 /// peer-to-peer copies) and sets (MEMSET): every kind of device work a call can cause
-/// through the runtime. A call is timed as
+/// through the runtime (batch decompression, MEM_DECOMPRESS, is reached only through the
+/// driver API, which no code under test may call). A call is timed as
 ///
 ///     begin():  cudaDeviceSynchronize(); flush every pending record and discard it
 ///     the call

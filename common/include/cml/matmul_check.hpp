@@ -3,7 +3,10 @@
 /// from the run's seed, a poisoned output inside guard zones (and, on request, NaN past the
 /// ends of A and B), the launch counted, a double-precision reference (on a sample of rows
 /// for large sizes), and a report that names the element, the size and the seed. A lab adds
-/// its own diagnosis from what the check returns.
+/// its own diagnosis from what the check returns. The reference is computed on the CPU after
+/// the product ran, from the host copies of A and B: nothing on the device holds a result
+/// while the code under test runs (the host copies are memory it could read, but they hold
+/// only the inputs).
 #pragma once
 
 #include <cstddef>

@@ -35,7 +35,8 @@
 /// information; no run is ever refused for its host time. When the span exceeds the event
 /// time (by more than EventCheck's tolerance) in most timed runs, the measurement carries a
 /// note (work escaped the stream the events wait on): the time already counts that work. If
-/// CUPTI dropped records during a run, its time is the host time (an upper bound).
+/// CUPTI dropped records during a run, or delivered one without timestamps, the run's time
+/// is its host time (an upper bound).
 ///
 /// Where CUPTI is unavailable (built without it, or another profiler such as ncu or
 /// compute-sanitizer holds the subscription) the events are the clock and HostCheck
@@ -245,7 +246,8 @@ struct ActivityStats {
   std::uint64_t records_min = 0, records_max = 0;  ///< device work records per timed call
   double records_median = 0;
   int empty_calls = 0;    ///< timed calls that caused no device work (time 0)
-  int dropped_calls = 0;  ///< timed calls during which CUPTI dropped records (host time used)
+  int dropped_calls = 0;  ///< timed calls with records dropped or without timestamps: timed
+                          ///< by their host time instead
   int escaped_runs = 0;   ///< timed runs whose span exceeded the event time (EventCheck)
   int runs = 0;           ///< timed runs looked at
 };
@@ -359,7 +361,8 @@ class Harness {
   /// Subscribes the activity clock (ActivityClock::instance()) before anything is timed.
   Harness(std::size_t l2_bytes, TimingOptions options);
 
-  /// Interleaves baseline and candidate, A B A B, until converged, capped, wrong or flagged.
+  /// Interleaves the two in pairs, the candidate first in each (see the file comment),
+  /// until converged, capped, wrong or flagged.
   PairTiming time_pair(const Measurement& m);
   /// Samples `m.candidate` alone (needs `m.reference` or `m.expected`).
   CaseTiming time_single(const Measurement& m);
