@@ -167,6 +167,18 @@ class CaseFilesTest(unittest.TestCase):
         self.assertEqual(set(KNOWN_GAPS) - {c.name for c in cases}, set(),
                          "KNOWN_GAPS names a case that does not exist")
 
+    def test_the_fair_corpus_spans_every_lab(self):
+        # The allow-list is derived from the fair cases: enough correct code in enough styles
+        # that a check too narrow for common code fails here, in every lab.
+        fair = [c for c in suite.load_cases() if c.cls == "fair"]
+        self.assertGreaterEqual(len(fair), 60)
+        for number in sorted({p.name[:2] for p in (ROOT / "labs").glob("[0-9][0-9]_*")}):
+            mine = [c.name for c in fair if c.lab.number == number]
+            self.assertGreaterEqual(len(mine), 7, f"lab {number}'s fair cases: {mine}")
+        for c in fair:
+            zero = sorted(k for k, v in c.expect.items() if v == "zero")
+            self.assertEqual(zero, [], f"{c.name}: fair code expects no part at zero")
+
     def test_a_bad_case_is_reported_with_its_problems(self):
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp) / "04_bad"
