@@ -44,11 +44,13 @@ CLASSES = {
 TOP_KEYS = {"lab", "class", "description", "expect", "compiles", "test_timeout", "make_from",
             "make_substitute", "make_transform", "make_symlink"}
 REFUSALS = ("static", "build", "submission", "any")
-LEVELS = ("zero", "full")
+# "short": fewer points than the parts offer (some lost, not necessarily all): a cheat whose
+# trick gained nothing still loses what its honest code underneath loses.
+LEVELS = ("zero", "short", "full")
 BONUS_LEVELS = ("zero", "partial", "full")  # "partial": some of the offered points, not all
 EXPECT_KEYS = {"refused": REFUSALS, "names": list, "correctness": LEVELS, "speed": LEVELS,
                "memory_safety": LEVELS, "metrics": LEVELS, "total": LEVELS, "no_leak": bool,
-               "bonus": BONUS_LEVELS,
+               "bonus": BONUS_LEVELS, "zero_parts": list,
                "max_stage_seconds": (int, float), "max_lab_seconds": (int, float),
                "no_survivors": bool}
 TRANSFORMS = ("crlf", "bom")
@@ -90,6 +92,8 @@ class Case:
                            ("speed", "S"), ("metrics", "X"), ("bonus", "B")):
             if key in e:
                 parts.append(f"{short}={'0' if e[key] == 'zero' else e[key]}")
+        for pattern in e.get("zero_parts", []):
+            parts.append(f"0:'{str(pattern)[:24]}'")
         if e.get("no_leak"):
             parts.append("no-leak")
         if "max_stage_seconds" in e:
@@ -484,9 +488,16 @@ def _level(parts: list[dict], level: str, kind: str, result: dict, gpu: bool) ->
         if not gpu and all(p.get("status") == "not_graded" for p in parts):
             return Check(kind, NA, "needs a GPU")
         return Check(kind, PASS, got)
-    # full
+    # short or full
     if not gpu and any(p.get("status") == "not_graded" for p in parts):
         return Check(kind, NA, "needs a GPU")
+    if level == "short":
+        unmeasured = [p for p in parts if p.get("status") == "not_measured"]
+        if unmeasured and (_tool_present(result, kind) or kind == "performance"):
+            return Check(kind, FAIL, "not measured: " + (unmeasured[0].get("reason") or "")[:120])
+        if _sum(parts, "points") < _sum(parts, "max_points"):
+            return Check(kind, PASS, got)
+        return Check(kind, FAIL, f"expected fewer than all points, got {got}")
     short = [p for p in parts if float(p.get("points") or 0) < float(p.get("max_points") or 0)]
     unmeasured = [p for p in parts if p.get("status") == "not_measured"]
     if unmeasured:
@@ -497,6 +508,23 @@ def _level(parts: list[dict], level: str, kind: str, result: dict, gpu: bool) ->
         p = short[0]
         return Check(kind, FAIL, f"got {got}: {p.get('name')}: {(p.get('reason') or '')[:160]}")
     return Check(kind, PASS, got)
+
+
+def _zero_part(lab: dict, pattern: str, gpu: bool) -> Check:
+    """Every part whose name contains `pattern` scores 0 (`zero_parts`): a cheat aimed at one
+    part (a metric it dilutes) gains nothing there, whatever its other parts earn."""
+    key = f"zero_parts[{pattern[:40]}]"
+    parts = [p for p in lab.get("parts", []) if pattern in (p.get("name") or "")]
+    if not parts:
+        return Check(key, FAIL, "no part has this in its name")
+    got = _sum(parts, "points")
+    if got > 0:
+        return Check(key, FAIL, f"expected 0, got {got:g}/{_sum(parts, 'max_points'):g}")
+    if not gpu and all(p.get("status") == "not_graded" for p in parts):
+        return Check(key, NA, "needs a GPU")
+    if gpu and any(p.get("status") == "not_measured" for p in parts):
+        return Check(key, FAIL, "not measured (points left the maximum)")
+    return Check(key, PASS, f"0/{_sum(parts, 'max_points'):g}")
 
 
 def _bonus_level(lab: dict, level: str, result: dict, gpu: bool) -> Check:
@@ -607,6 +635,8 @@ def check_result(case: Case, result: dict, files: list[Path], *, gpu: bool,
         checks.append(Check(key, check.verdict, check.detail))
     if "bonus" in e:
         checks.append(_bonus_level(lab, e["bonus"], result, gpu))
+    for pattern in e.get("zero_parts", []):
+        checks.append(_zero_part(lab, str(pattern), gpu))
     if "total" in e:
         points, most = float(lab.get("points") or 0), float(lab.get("max_points") or 0)
         if e["total"] == "zero":
