@@ -529,8 +529,11 @@ def run(cmd: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
     filter_fd = None
     try:
         for ch in channels:
-            if identity is not None:  # /dev/fd/N of a pipe is opened as its owner
-                os.fchown(ch.write_fd, identity.uid, identity.gid)
+            if identity is not None:
+                # /dev/fd/N reopens the pipe itself, checked against its mode: the process
+                # (not its owner) may open it for writing only. Readable, its code could
+                # drain the harness's document before the grader reads it and write another.
+                os.fchmod(ch.write_fd, 0o222)
         if jail is not None and isolation().jailed:
             filter_fd = seccomp.program_fd(syscalls) if syscalls else None
             argv = jail_command(cmd, jail, cwd, env, filter_fd)

@@ -90,6 +90,25 @@ class SandboxTest(unittest.TestCase):
         self.assertFalse(doc.oversized)
         self.assertEqual(list(self.dir.iterdir()), [])
 
+    @unittest.skipUnless(os.geteuid() == 0, "only root drops privileges")
+    def test_the_process_cannot_reopen_the_pipe_to_read_back_and_drain_its_document(self):
+        self.dir.chmod(0o711)
+        code = ("import os, sys\n"
+                "open(sys.argv[1], 'w').write('<doc/>')\n"
+                "for flags in (os.O_RDONLY | os.O_NONBLOCK, os.O_RDWR | os.O_NONBLOCK):\n"
+                "    try:\n"
+                "        os.read(os.open(sys.argv[1], flags), 100); print('drained')\n"
+                "    except OSError as err:\n"
+                "        print('refused', err.errno)\n")
+        with sandbox.Channel() as doc:
+            out = sandbox.run([PYTHON, "-c", code, doc.path], cwd=self.dir, timeout=30,
+                              env=self.env, identity=sandbox.unprivileged_identity(),
+                              fresh=True, channels=[doc])
+        self.assertEqual(out.returncode, 0, out.output_tail)
+        self.assertNotIn("drained", out.output_tail)
+        self.assertEqual(out.output_tail.count("refused 13"), 2, out.output_tail)  # EACCES
+        self.assertEqual(doc.text(), "<doc/>")
+
     def test_a_document_larger_than_the_cap_is_said_and_never_blocks_the_writer(self):
         with sandbox.Channel(limit=1000) as doc:
             out = sandbox.run([sys.executable, "-c", "import sys; f = open(sys.argv[1], 'w'); "
