@@ -20,11 +20,7 @@ import re
 
 from .catch_spec import spec_matches
 from .paths import LAB_DIR_RE
-
-try:  # the project's TOML reader: tomllib on 3.11+, its own on 3.10
-    import tomllib as _tomllib
-except ImportError:  # pragma: no cover - Python 3.10
-    from . import _toml as _tomllib  # type: ignore[no-redef]
+from .rubric import tomllib as _tomllib  # tomllib, or tomli on Python 3.10
 
 TEMPLATES = "docs/student"  # left out of the copy itself (release.EXCLUDE)
 README_TEMPLATE = f"{TEMPLATES}/README.md.in"
