@@ -122,6 +122,10 @@ class FakeTreeTest(unittest.TestCase):
         self.assertEqual(doc["score"], HOST_POINTS)
         self.assertEqual(doc["output_format"], "text")
         self.assertTrue(doc["output"].startswith("PROVISIONAL SCORE"))
+        # The upload is named as the student knows it; no folder of the grader's is shown.
+        self.assertIn(f"Grade for {FILE} (seed", doc["output"])
+        self.assertNotIn("cml-upload-", json.dumps(doc))
+        self.assertNotIn("fill-", json.dumps(doc))
         self.assertTrue(doc["extra_data"]["provisional"])
         pending = [t for t in doc["tests"] if "pending GPU grading" in t["name"]]
         self.assertTrue(pending)
@@ -131,6 +135,12 @@ class FakeTreeTest(unittest.TestCase):
         doc = self.gradescope("skeleton", ROOT / "labs" / LAB / FILE)
         self.assertLess(doc["score"], HOST_POINTS)
         self.assertTrue(any(t.get("status") == "failed" for t in doc["tests"]))
+        # Failure locations are the lab's own files, relative to the repository.
+        text = json.dumps(doc)
+        self.assertIn(f"labs/{LAB}/tests/test_warp_sizing.cpp:", text)
+        self.assertNotIn("cml-upload-", text)
+        self.assertNotIn("fill-", text)
+        self.assertNotIn(str(self.tmp), text)
 
     def test_skeleton_on_prairielearn(self):
         root = self.tmp / "grade"
