@@ -169,8 +169,31 @@ class ActionlintTest(unittest.TestCase):
                          "packaged for Debian 12; `go install github.com/rhysd/actionlint/"
                          "cmd/actionlint@latest` or its release binary)")
     def test_workflows(self):
-        proc = subprocess.run(["actionlint"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=120)
+        # The repository's workflows, the student copy's build.yml and the Classroom workflow
+        # `release` writes (its run: lines through shellcheck, where that is installed too).
+        from grader import release, student_copy
+        with tempfile.TemporaryDirectory() as tmp:
+            classroom = Path(tmp) / "classroom.yml"
+            classroom.write_text(student_copy.classroom_workflow(
+                release.read_head(), ["01_warp_sizing", "04_tiled_matmul"]))
+            files = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
+            proc = subprocess.run(["actionlint", *files,
+                                   str(ROOT / "docs" / "student" / "workflows" / "build.yml"),
+                                   str(classroom)], cwd=ROOT, capture_output=True, text=True,
+                                  timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+
+class ShellcheckTest(unittest.TestCase):
+    @unittest.skipUnless(shutil.which("shellcheck"), "shellcheck is not installed "
+                         "(apt-get install shellcheck)")
+    def test_scripts(self):
+        scripts = [*sorted((ROOT / "tools").glob("*.sh")), ROOT / ".ci" / "run",
+                   ROOT / "integrations" / "gradescope" / "setup.sh",
+                   ROOT / "integrations" / "gradescope" / "run_autograder",
+                   ROOT / "integrations" / "prairielearn" / "entrypoint"]
+        proc = subprocess.run(["shellcheck", *map(str, scripts)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
 
 

@@ -29,6 +29,7 @@ if ! dpkg --compare-versions "$have" ge "$CMAKE_MIN"; then
         exit 1
     }
 fi
+# shellcheck source=/dev/null
 . /etc/os-release
 wget -q "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu${VERSION_ID/./}/x86_64/cuda-keyring_1.1-1_all.deb"
 dpkg -i cuda-keyring_1.1-1_all.deb
