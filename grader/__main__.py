@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .commands import COMMANDS
+try:
+    from .commands import COMMANDS
+except ModuleNotFoundError as err:  # Python 3.10 without tomli: say what to install
+    if err.name != "tomli":
+        raise
+    sys.exit(f"python3 -m grader: {err.msg}")
 
 
 def build_parser() -> argparse.ArgumentParser:

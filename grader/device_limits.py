@@ -48,10 +48,16 @@ if lib is None:
 lib.cudaGetErrorString.restype = ctypes.c_char_p
 n = ctypes.c_int(0)
 rc = lib.cudaGetDeviceCount(ctypes.byref(n))
+if rc == 35:  # "insufficient driver": also what a machine without any driver is told
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        why = "the NVIDIA driver is older than this CUDA runtime"
+    except OSError:
+        why = "no NVIDIA driver"
+    print(f"error={why}"); sys.exit(0)
 if rc != 0 or n.value <= int(sys.argv[1]):
-    why = {0: "no CUDA device", 100: "no CUDA device",
-           35: "no NVIDIA driver, or one older than this CUDA runtime"}.get(
-               rc, lib.cudaGetErrorString(rc).decode())
+    why = {0: "no CUDA device", 100: "the NVIDIA driver sees no GPU"}.get(
+        rc, lib.cudaGetErrorString(rc).decode())
     print(f"error={why}"); sys.exit(0)
 dev = int(sys.argv[1])
 props = %s

@@ -15,10 +15,21 @@ from typing import Any
 from .benchdoc import FLOOR_MARGIN
 from .paths import LabPaths
 
-try:  # the standard library's TOML reader; Debian's python3-tomli on Python 3.10
+# The TOML reader every part of the grader uses (`from .rubric import tomllib`): the standard
+# library's on Python 3.11 and newer, on 3.10 the same parser packaged as `tomli` (Debian's
+# and Ubuntu's python3-tomli).
+TOML_MISSING = ("Python {v} has no TOML reader for the rubrics: install tomli (Debian or "
+                "Ubuntu: `apt-get install python3-tomli`; elsewhere: `pip install tomli`) "
+                "or run the grader with Python 3.11 or newer.")
+try:
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        import tomli as tomllib  # type: ignore[no-redef]
+    except ModuleNotFoundError:
+        import sys as _sys
+        raise ModuleNotFoundError(TOML_MISSING.format(
+            v=".".join(map(str, _sys.version_info[:2]))), name="tomli") from None
 
 
 RUBRIC_FILE = "grading.toml"

@@ -12,7 +12,7 @@
 # was verified, not flagged, and launched at least one kernel per call; 1 otherwise.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 build=${BUILD_DIR:-build-bench-check}
 out=${OUT:-$build/bench-check}
 mkdir -p "$out"

@@ -6,9 +6,10 @@
 # $BUILD_DIR/gpu-check), CMAKE_PREFIX_PATH (for Catch2 if not installed system-wide).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 build=${BUILD_DIR:-build-gpu}
 out=${OUT:-$build/gpu-check}
+read -r -a bench_args <<< "${BENCH_ARGS:-}"  # extra bench arguments, split on spaces
 mkdir -p "$out"
 labs=("$@")
 if [ ${#labs[@]} -eq 0 ]; then
@@ -41,7 +42,7 @@ for lab in "${labs[@]}"; do
   bench="$build/labs/$lab/lab${nn}_bench_solution"
   if [ -x "$bench" ]; then
     for run in 1 2; do
-      timeout 300 "$bench" --json "$out/bench_${nn}_run$run.json" ${BENCH_ARGS:-} 2>"$out/bench_${nn}_run$run.err"
+      timeout 300 "$bench" --json "$out/bench_${nn}_run$run.json" ${bench_args[@]+"${bench_args[@]}"} 2>"$out/bench_${nn}_run$run.err"
       rc=$?
       line=$(python3 - "$out/bench_${nn}_run$run.json" <<'PY'
 import json, sys

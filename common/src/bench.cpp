@@ -80,7 +80,6 @@ DeviceInfo bench_device() {
   std::string why;
   const auto device = query_device(0, &why);
   if (!device) {
-    if (why.find("insufficient") != std::string::npos) why = "no NVIDIA driver";
     std::cerr << "no CUDA GPU found (" << why << "): this step needs one; see README 'GPU "
                  "feedback without a GPU'\n";
     std::exit(77);  // "skipped", as the test executables say it (CTest's SKIP_RETURN_CODE)

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 
 #include <sstream>
+#include <string>
 
 #include "cml/json.hpp"
 
@@ -44,16 +45,35 @@ struct Nvml {
   }
 };
 
+// Why there is no usable GPU, in the words a student needs. The runtime says "CUDA driver
+// version is insufficient" both where the driver is too old and where there is no driver at
+// all (no libcuda to load), which reads as "update your driver" on a machine without a GPU.
+std::string no_gpu_reason(cudaError_t status, int count, int index) {
+  if (status == cudaErrorInsufficientDriver) {
+    void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (driver == nullptr) return "no NVIDIA driver";
+    dlclose(driver);
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    return "the NVIDIA driver is older than CUDA " + std::to_string(runtime / 1000) + "." +
+           std::to_string(runtime % 1000 / 10) + ", which this program was built with";
+  }
+  if (status == cudaErrorNoDevice || (status == cudaSuccess && count == 0)) {
+    return "the NVIDIA driver sees no GPU";
+  }
+  if (status == cudaSuccess) {
+    return "GPU " + std::to_string(index) + " asked for; there are " + std::to_string(count);
+  }
+  return cudaGetErrorString(status);
+}
+
 }  // namespace
 
 std::optional<DeviceInfo> query_device(int index, std::string* why_not) {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess || count <= index) {
-    if (why_not != nullptr) {
-      *why_not = status != cudaSuccess ? std::string(cudaGetErrorString(status))
-                                       : std::string("no CUDA device found");
-    }
+    if (why_not != nullptr) *why_not = no_gpu_reason(status, count, index);
     cudaGetLastError();  // clear the error so later calls do not report it
     return std::nullopt;
   }

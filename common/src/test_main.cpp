@@ -1,6 +1,6 @@
-// The test main every lab's test executable shares. It prints the device (or "no CUDA
-// device") and the seed, takes the seed from --rng-seed, and keeps test cases tagged [gpu]
-// from running on a machine with no usable GPU: a run that asks only for [gpu] cases exits
+// The test main every lab's test executable shares. It prints the device (or "no CUDA GPU
+// found" and why) and the seed, takes the seed from --rng-seed, and keeps test cases tagged
+// [gpu] from running on a machine with no usable GPU: a run that asks only for [gpu] cases exits
 // with status 77, which CTest reports as skipped; any other run excludes them and says so.
 #define CATCH_CONFIG_RUNNER
 #include <cstring>
@@ -44,7 +44,7 @@ int main(int argc, char* argv[]) {
   if (device) {
     std::cout << "device: " << cml::describe(*device) << "\n";
   } else {
-    std::cout << "device: no CUDA device (" << why << ")\n";
+    std::cout << "device: no CUDA GPU found (" << why << ")\n";
   }
   std::cout << "seed: " << config.rngSeed << "  (rerun with --rng-seed " << config.rngSeed
             << ")\n"

@@ -3,6 +3,7 @@
 // no trusted result in device memory while it runs and cannot pass by changing its inputs,
 // and the device limits. Small arrays and a few pairs each: well under 2 s on an H100.
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -104,6 +105,20 @@ TEST_CASE("The FP32 lanes per SM follow the programming guide's table", "[harnes
   CHECK(cml::fp32_lanes_per_sm(6, 1) == 128);
   CHECK(cml::fp32_lanes_per_sm(10, 0) == 128);
   CHECK(cml::fp32_lanes_per_sm(3, 5) == 0);  // unknown: no peak rather than a wrong one
+}
+
+TEST_CASE("Without a usable GPU the reason is said in a student's words", "[harness][host]") {
+  std::string why;
+  if (cml::query_device(0, &why)) CML_SKIP_CASE("this machine has a usable GPU");
+  INFO("why: " << why);
+  CHECK(why.find("insufficient") == std::string::npos);  // reads as "update your driver"
+  void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (driver == nullptr) {
+    CHECK(why == "no NVIDIA driver");
+  } else {
+    dlclose(driver);
+    CHECK_FALSE(why.empty());
+  }
 }
 
 TEST_CASE("A call's time covers work it leaves running on a stream of its own",

@@ -20,6 +20,7 @@ from ._common import (GradingFlags, add_grading_flags, grade_submission, labs_or
 HELP = "grade your own work for the given labs and explain what fails"
 WORK = ROOT / ".grader" / "work"
 LAST = ROOT / ".grader" / "last"
+MESSAGES = 6  # of a failing test case's messages, shown before its hint
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -45,7 +46,12 @@ def feedback(result: GradeResult, limit: int = 6) -> str:
         for test in failing[:limit]:
             where = " (hidden test)" if test.hidden else ""
             problems.append(f"  ✗ {test.name}{where} — {test.status} [{test.group}]")
-            for msg in test.messages[:6]:
+            # The first few messages, then the hint whatever their number (scoring.py adds
+            # it last).
+            said = [m for m in test.messages if not m.startswith("hint: ")]
+            hints = [m for m in test.messages if m.startswith("hint: ")]
+            for msg in said[:MESSAGES] + ([f"… and {len(said) - MESSAGES} more message(s)"]
+                                          if len(said) > MESSAGES else []) + hints:
                 for line in msg.strip().splitlines()[:8]:
                     problems.append(f"      {line}")
         if len(failing) > limit:

@@ -35,6 +35,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                       "grade as on a machine without a GPU (GPU parts: not graded)")
     p.add_argument("--work-dir", type=Path, default=None,
                    help="keep the build here (reused by later runs) instead of a temporary one")
+    p.add_argument("--name", default="",
+                   help="the submission's name in the outputs (default: its path)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
 
@@ -51,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     result, status = grade_submission(args.submission, labs, GradingFlags.of(args),
                                       args.work_dir, args.quiet)
+    if args.name:
+        result.submission = args.name
     path = write_result(result, args.out)
     written = write_exports(result, args.out, formats) if formats else []
     print(table(result))

@@ -115,7 +115,9 @@ def grade_upload(platform: str, upload: Path, results: Path, labs_arg: str = "",
         out = Path(tmp) / "out"
         cmd = [sys.executable, "-m", "grader", "grade", str(tree), "--labs",
                ",".join(lab.number for lab in labs), "--no-gpu", "--format", platform,
-               "--out", str(out), "-q"]
+               "--out", str(out), "-q",
+               # named as the student knows it, not by the folder it is graded in
+               "--name", ", ".join(sorted(placed.values()))]
         if work_dir is not None:
             cmd += ["--work-dir", str(work_dir)]
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)

@@ -18,8 +18,8 @@ from typing import Any
 
 from ..result import GradeResult, LabResult
 from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
-                     lab_number, lab_reason, part_outcome, part_reason, test_counts,
-                     test_outcome, timing_summary)
+                     lab_number, lab_reason, part_outcome, part_reason, pending_points,
+                     test_counts, test_outcome, timing_summary)
 from .table import reported_only, reported_value
 from .svg import (BASE, M_BOTTOM, M_TOP, W, esc, fmt_tick, line_chart, nice_ticks,
                   scatter_chart)
@@ -269,7 +269,12 @@ def _lab_rows(result: GradeResult) -> list[str]:
         if counts["not_run"]:
             tests += f" ({counts['not_run']} not run)"
         full = lab.points >= lab.max_points - EPS
-        reason = "" if full else lab_reason(lab)
+        pending = pending_points(lab)
+        # Every point gradable here earned, the rest waiting for a GPU: not a failure.
+        waiting = not full and pending > EPS and lab.points >= lab.max_points - pending - EPS
+        reason = ("" if full else f"{fmt_points(pending)} points need a GPU: not graded here."
+                  if waiting else lab_reason(lab))
+        cls = "pass" if full else "skip" if waiting else "fail"
         ms = f"{t['ms']:.3g} ms" if t["ms"] is not None else "–"
         speedup = f"{t['speedup']:.2f}×" if t["speedup"] is not None else "–"
         vs_ref = f"{t['vs_reference']:.2f}×" if t["vs_reference"] is not None else "–"
@@ -278,7 +283,7 @@ def _lab_rows(result: GradeResult) -> list[str]:
             f'<td><a href="#lab-{esc(lab.lab)}">{esc(lab_number(lab))} {esc(lab.title)}</a></td>'
             f'<td class="num">{esc(tests)}</td><td class="num">{esc(ms)}</td>'
             f'<td class="num">{speedup}</td><td class="num">{vs_ref}</td>'
-            f'<td class="num {"pass" if full else "fail"}">{fmt_points(lab.points)} / '
+            f'<td class="num {cls}">{fmt_points(lab.points)} / '
             f"{fmt_points(lab.max_points)}</td>"
             f'<td class="why">{esc(reason)}</td></tr>')
     return rows
@@ -315,8 +320,11 @@ def _lab_section(lab: LabResult) -> list[str]:
             note = ""
             if outcome != PASS:
                 first = next((m.strip() for m in test.messages if m.strip()), "")
-                note = TEST_WORDS.get(test.status, test.status) + (
-                    f": {first.splitlines()[0]}" if first else "")
+                first = first.splitlines()[0] if first else ""
+                word = TEST_WORDS.get(test.status, test.status)
+                # "not run: no CUDA device" already says its status
+                note = first if first.lower().startswith(word + ":") else (
+                    word + (f": {first}" if first else ""))
             out.append(f'<li class="{OUTCOME_CLASS[outcome]}">{OUTCOME_WORD[outcome]} '
                        f'<span style="color:#111827">{esc(test.name)}</span>'
                        + (" (hidden)" if test.hidden else "")

@@ -38,7 +38,8 @@ def grade_lab(job: LabJob, lab_result: LabResult) -> None:
     lab_result.parts.insert(0, build.part(job, built))
     if not built.outcome.ok:
         lab_result.failure = BUILD_TIMEOUT if built.outcome.timed_out else COMPILE_ERROR
-        scoring.finish_unfinished(lab_result, rubric, "Not graded: the build failed (see Build).")
+        scoring.finish_unfinished(lab_result, rubric, "No points: the build failed, so "
+                                  "this part could not run (see Build).")
         return
 
     binaries = build.binaries(job)

@@ -79,6 +79,17 @@ class CliTest(unittest.TestCase):
         self.assertIn("C[3][4] = 0, expected 12 (size 33, seed 7)", text)
         self.assertIn("hint: two barriers per phase", text)
 
+    def test_feedback_shows_the_hint_after_many_messages(self):
+        messages = [f"C[{i}][0] = 0, expected {i + 1}" for i in range(20)]
+        lab = LabResult("04_tiled_matmul", "Tiled", 0, 100, tests=[TestResult(
+            "The tiled kernel works", "Tiled kernel", "host", False, "failed", 0, 5,
+            messages + ["hint: two barriers per phase"])])
+        text = feedback(GradeResult("x", 7, "now", "0", None, {}, labs=[lab]))
+        self.assertIn("C[5][0] = 0, expected 6", text)
+        self.assertNotIn("C[6][0]", text)
+        self.assertIn("… and 14 more message(s)", text)
+        self.assertTrue(text.rstrip().endswith("hint: two barriers per phase"), text)
+
 
 class MemorySafetyGateTest(unittest.TestCase):
     def test_sanitizer_points_need_the_checked_cases_to_pass(self):

@@ -254,5 +254,34 @@ class NeutralMetricTest(unittest.TestCase):
         self.assertIn("reported, not scored", page)
 
 
+class NoGpuTest(unittest.TestCase):
+    """What a grade without a GPU shows: every gradable point earned is not a failure, and a
+    case not run says so once."""
+
+    def page(self, host_points: float) -> str:
+        lab = LabResult("01_warp_sizing", "Warp sizing", host_points, 100.0)
+        lab.parts = [PartResult("correctness", "Warps per block", "graded", host_points, 45.0,
+                                "" if host_points == 45.0 else "1 of 2 test cases pass."),
+                     PartResult("correctness", "Warps on the GPU", "not_graded", 0.0, 55.0,
+                                "Not graded: no CUDA device, so this correctness part was "
+                                "not run.")]
+        lab.tests = [TestResult("Votes agree", "Warps on the GPU", "gpu", False, "not_run",
+                                0.0, 55.0, ["not run: no CUDA device"])]
+        return to_html(GradeResult("s", 1, "2026-01-01T00:00:00Z", "0", None, {}, labs=[lab]))
+
+    def test_all_gradable_points_are_not_red(self):
+        page = self.page(45.0)
+        cell = re.search(r'<td class="num (\w+)">45 / 100</td><td class="why">([^<]*)<', page)
+        self.assertIsNotNone(cell)
+        self.assertEqual(cell.group(1), "skip")
+        self.assertEqual(cell.group(2), "55 points need a GPU: not graded here.")
+        self.assertIn("— not run: no CUDA device<", page)
+        self.assertNotIn("not run: not run", page)
+
+    def test_points_lost_here_are_red(self):
+        cell = re.search(r'<td class="num (\w+)">40 / 100</td>', self.page(40.0))
+        self.assertEqual(cell.group(1), "fail")
+
+
 if __name__ == "__main__":
     unittest.main()

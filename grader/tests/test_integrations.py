@@ -122,6 +122,10 @@ class FakeTreeTest(unittest.TestCase):
         self.assertEqual(doc["score"], HOST_POINTS)
         self.assertEqual(doc["output_format"], "text")
         self.assertTrue(doc["output"].startswith("PROVISIONAL SCORE"))
+        # The upload is named as the student knows it; no folder of the grader's is shown.
+        self.assertIn(f"Grade for {FILE} (seed", doc["output"])
+        self.assertNotIn("cml-upload-", json.dumps(doc))
+        self.assertNotIn("fill-", json.dumps(doc))
         self.assertTrue(doc["extra_data"]["provisional"])
         pending = [t for t in doc["tests"] if "pending GPU grading" in t["name"]]
         self.assertTrue(pending)
@@ -131,6 +135,12 @@ class FakeTreeTest(unittest.TestCase):
         doc = self.gradescope("skeleton", ROOT / "labs" / LAB / FILE)
         self.assertLess(doc["score"], HOST_POINTS)
         self.assertTrue(any(t.get("status") == "failed" for t in doc["tests"]))
+        # Failure locations are the lab's own files, relative to the repository.
+        text = json.dumps(doc)
+        self.assertIn(f"labs/{LAB}/tests/test_warp_sizing.cpp:", text)
+        self.assertNotIn("cml-upload-", text)
+        self.assertNotIn("fill-", text)
+        self.assertNotIn(str(self.tmp), text)
 
     def test_skeleton_on_prairielearn(self):
         root = self.tmp / "grade"
@@ -159,8 +169,31 @@ class ActionlintTest(unittest.TestCase):
                          "packaged for Debian 12; `go install github.com/rhysd/actionlint/"
                          "cmd/actionlint@latest` or its release binary)")
     def test_workflows(self):
-        proc = subprocess.run(["actionlint"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=120)
+        # The repository's workflows, the student copy's build.yml and the Classroom workflow
+        # `release` writes (its run: lines through shellcheck, where that is installed too).
+        from grader import release, student_copy
+        with tempfile.TemporaryDirectory() as tmp:
+            classroom = Path(tmp) / "classroom.yml"
+            classroom.write_text(student_copy.classroom_workflow(
+                release.read_head(), ["01_warp_sizing", "04_tiled_matmul"]))
+            files = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
+            proc = subprocess.run(["actionlint", *files,
+                                   str(ROOT / "docs" / "student" / "workflows" / "build.yml"),
+                                   str(classroom)], cwd=ROOT, capture_output=True, text=True,
+                                  timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+
+class ShellcheckTest(unittest.TestCase):
+    @unittest.skipUnless(shutil.which("shellcheck"), "shellcheck is not installed "
+                         "(apt-get install shellcheck)")
+    def test_scripts(self):
+        scripts = [*sorted((ROOT / "tools").glob("*.sh")), ROOT / ".ci" / "run",
+                   ROOT / "integrations" / "gradescope" / "setup.sh",
+                   ROOT / "integrations" / "gradescope" / "run_autograder",
+                   ROOT / "integrations" / "prairielearn" / "entrypoint"]
+        proc = subprocess.run(["shellcheck", *map(str, scripts)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
 
 
