@@ -48,8 +48,19 @@ def load(root: Path = ROOT) -> Course:
     if not path.is_file():
         return Course()
     try:
-        doc = tomllib.loads(path.read_text())
-    except (OSError, ValueError) as err:
+        text = path.read_text()
+    except OSError as err:
+        raise CourseError(f"{COURSE_FILE}: {err}") from err
+    course = parse(text)
+    course.path = path
+    return course
+
+
+def parse(text: str) -> Course:
+    """The course file's text read (the release reads it from the committed tree)."""
+    try:
+        doc = tomllib.loads(text)
+    except ValueError as err:
         raise CourseError(f"{COURSE_FILE}: {err}") from err
     feedback = doc.get("feedback", {})
     gpu_path = str(feedback.get("gpu_path", "none"))
@@ -81,4 +92,4 @@ def load(root: Path = ROOT) -> Course:
                               sbatch=strings("sbatch"))
     except (TypeError, ValueError) as err:
         raise CourseError(f"{COURSE_FILE}: [slurm]: {err}") from err
-    return Course(gpu_path=gpu_path, slurm=slurm, path=path)
+    return Course(gpu_path=gpu_path, slurm=slurm)
