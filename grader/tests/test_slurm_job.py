@@ -213,6 +213,19 @@ class PureTest(unittest.TestCase):
         self.assertNotIn("flock", plain)
 
 
+class ColourTest(unittest.TestCase):
+    def test_a_job_is_told_to_colour_its_table_by_clicolor_force(self):
+        from grader.exports.table import use_color
+        for env, want in (({}, False), ({"CLICOLOR_FORCE": "1"}, True),
+                          ({"CLICOLOR_FORCE": "0"}, False),
+                          ({"CLICOLOR_FORCE": "1", "NO_COLOR": "1"}, False)):
+            clean = {k: v for k, v in os.environ.items()
+                     if k not in ("NO_COLOR", "CLICOLOR_FORCE")}
+            with mock.patch.dict(os.environ, {**clean, **env}, clear=True), \
+                    mock.patch("sys.stdout", io.StringIO()):  # not a terminal
+                self.assertIs(use_color(None), want, env)
+
+
 class FakeSlurmTest(unittest.TestCase):
     """Whole runs of run_job against the stand-in tools."""
 
