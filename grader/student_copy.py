@@ -1,7 +1,8 @@
 """The files the student copy holds instead of the course's own (see release.py):
 
 - README.md, from docs/student/README.md.in: the student's quick start, one lab at a time,
-  `grader check`, and the ways to get GPU feedback without a GPU;
+  `grader check`, and the ways to get GPU feedback without a GPU, naming the one the course
+  file (grader/course.toml, [feedback] gpu_path) sets this copy up for;
 - .github/workflows/build.yml, from docs/student/workflows/build.yml: builds and runs the
   student's host tests, failing ones reported as such;
 - .github/workflows/classroom.yml, generated here: GitHub Classroom's autograding actions,
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 
+from . import course as course_file
 from .catch_spec import spec_matches
 from .paths import LAB_DIR_RE
 from .rubric import tomllib as _tomllib  # tomllib, or tomli on Python 3.10
@@ -30,6 +32,12 @@ BUILD_WORKFLOW = f"{TEMPLATES}/workflows/build.yml"
 # default` 51 s, then `cmake --build build` (74 steps) 51 s.
 BUILD_TIME = ("about 2 minutes on a 2-core machine (measured: configure 51 s, build 51 s); "
               "more cores build in parallel and take less.")
+# What the README says this copy is set up for (grader/course.toml, [feedback] gpu_path).
+GPU_PATH_TEXT = {
+    "slurm": "the course's Slurm cluster (`python3 -m grader check NN --slurm`)",
+    "pr-runners": "pull requests graded on the course's GPU runners",
+    "none": "neither yet: ask your course staff which one to use",
+}
 _CASE = re.compile(r'\b(?:TEST_CASE|SCENARIO)\(\s*"((?:[^"\\]|\\.)*)"\s*,\s*"([^"]*)"', re.S)
 
 
@@ -72,9 +80,11 @@ def render_readme(tree, labs: list[str]) -> str:
         rows.append(f"| {folder[:2]} | [{title}](handouts/{folder}.md) | "
                     f"`labs/{folder}/{topic}.cu` |")
     example = "04_tiled_matmul" if "04_tiled_matmul" in labs else labs[0]
+    course = course_file.parse(tree.text(str(course_file.COURSE_FILE)) or "")
     values = {"LAB_ROWS": "\n".join(rows), "EX_NN": example[:2], "EX_FOLDER": example,
               "EX_TOPIC": LAB_DIR_RE.match(example).group(2), "BUILD_TIME": BUILD_TIME,
-              "CMAKE_MIN": f"{need.get('major', 3)}.{need.get('minor', 25)}"}
+              "CMAKE_MIN": f"{need.get('major', 3)}.{need.get('minor', 25)}",
+              "GPU_PATH": GPU_PATH_TEXT[course.gpu_path]}
     text = re.sub(r"@([A-Z_]+)@", lambda m: values[m.group(1)], template)
     return text
 

@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .. import slurm_job
 from ..exports import write_exports
 from ..paths import ROOT
 from ..result import PASSED, GradeResult
@@ -31,6 +32,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--html", action="store_true",
                    help="also write .grader/last/report.html (tables and plots)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    # where a Slurm job (--slurm) writes the results and builds; .grader/last and
+    # .grader/work otherwise
+    p.add_argument("--results", type=Path, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--work-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    slurm_job.add_arguments(p)
     return p
 
 
@@ -70,11 +76,14 @@ def run(args: argparse.Namespace) -> int:
     labs = labs_or_say("check", args.labs)
     if labs is None:
         return 1
-    WORK.parent.mkdir(parents=True, exist_ok=True)
-    result, status = grade_submission(ROOT, labs, GradingFlags.of(args), WORK, args.quiet)
-    write_result(result, LAST)
-    if args.html:
-        print(f"report: {write_exports(result, LAST, ['html'])[0]}")
+    if args.slurm:
+        return slurm_job.run_job("check", args, ROOT, LAST)
+    out, work = args.results or LAST, args.work_dir or WORK
+    work.parent.mkdir(parents=True, exist_ok=True)
+    result, status = grade_submission(ROOT, labs, GradingFlags.of(args), work, args.quiet)
+    write_result(result, out)
+    if args.html:  # named where it ends up (a Slurm job's results are copied there)
+        print(f"report: {LAST / write_exports(result, out, ['html'])[0].name}")
     text = feedback(result)
     if text:
         print(text)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 
+from .. import course as course_file
 from .. import device_limits, sandbox
+from ..paths import ROOT
 from ..tools import find_catch2, probe_toolchain, query_gpus
 
 HELP = "show this machine's GPU(s) and tools, and what a missing one means for grading"
@@ -46,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
     found["sandbox"] = isolation.as_dict()
     limits = device_limits.query()
     found["limits"] = limits.values or None
+    feedback = gpu_feedback()
+    found["gpu_feedback"] = feedback
     if args.json:
         print(json.dumps(found, indent=2))
         return 0 if _can_build(tc, catch_version) else 1
@@ -105,6 +110,9 @@ def run(args: argparse.Namespace) -> int:
     if tc.paths.get("ncu") and gpus and profiling is False:
         print("  note  ncu is installed but GPU performance counters are restricted to admin "
               "users: metrics will be 'not measured' unless the grader runs with access")
+    print("GPU feedback without a GPU here (grader/course.toml)")
+    for line in feedback_lines(feedback):
+        print(line)
     ok = _can_build(tc, catch_version)
     print("Verdict")
     if ok and gpus:
@@ -114,6 +122,45 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("  nothing can be built here until the missing required tools are installed")
     return 0 if ok else 1
+
+
+PR_WORKFLOW = ".github/workflows/grade-pr.yml"
+
+
+def gpu_feedback(root=ROOT, which=shutil.which) -> dict:
+    """The two ways to GPU feedback, and the one the course file sets this copy up for."""
+    try:
+        course = course_file.load(root)
+    except course_file.CourseError as err:
+        return {"set_up_for": None, "error": str(err)}
+    return {"set_up_for": course.gpu_path,
+            "slurm": {"sbatch": which("sbatch"), "partition": course.slurm.partition},
+            "pr_runners": {"workflow": (root / PR_WORKFLOW).is_file()}}
+
+
+def feedback_lines(found: dict) -> list[str]:
+    """doctor's "GPU feedback" section."""
+    if found.get("error"):
+        return [f"  --    {found['error']}"]
+    chosen = found["set_up_for"]
+    lines = [f"  this copy is set up for: {course_file.GPU_PATHS[chosen]}"]
+    slurm, runners = found["slurm"], found["pr_runners"]
+    mark = lambda path: " (this copy's)" if chosen == path else ""  # noqa: E731
+    where = f"partition {slurm['partition']}" if slurm["partition"] else \
+        "the cluster's default partition"
+    if slurm["sbatch"]:
+        lines.append(f"  ok    Slurm{mark('slurm')}: sbatch is here ({slurm['sbatch']}): "
+                     f"python3 -m grader check NN --slurm runs the check on {where}")
+    else:
+        lines.append(f"  --    Slurm{mark('slurm')}: no sbatch here; on the cluster's login "
+                     "node, python3 -m grader check NN --slurm runs the check on a GPU node")
+    if runners["workflow"]:
+        lines.append(f"  ok    pull requests{mark('pr-runners')}: {PR_WORKFLOW} grades a pull "
+                     "request on the course's GPU runners and comments the score")
+    else:
+        lines.append(f"  --    pull requests{mark('pr-runners')}: no {PR_WORKFLOW} in this "
+                     "copy")
+    return lines
 
 
 def _older(version: str | None, than: tuple[int, ...]) -> bool:

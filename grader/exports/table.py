@@ -20,7 +20,10 @@ DASH = "-"
 def use_color(color: bool | None) -> bool:
     if color is not None:
         return color
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    if os.environ.get("NO_COLOR"):
+        return False
+    # CLICOLOR_FORCE: a Slurm job (--slurm) whose output a terminal shows in the end
+    return sys.stdout.isatty() or os.environ.get("CLICOLOR_FORCE", "0") not in ("", "0")
 
 
 def _fit(text: str, width: int) -> str:

@@ -5,7 +5,9 @@ test_handouts)."""
 from __future__ import annotations
 
 import io
+import tempfile
 import unittest
+from pathlib import Path
 from argparse import Namespace
 from contextlib import redirect_stdout
 
@@ -70,6 +72,43 @@ class DoctorTest(unittest.TestCase):
         self.assertIn("no CUDA GPU", section[0])
         self.assertNotIn("insufficient", text)
         self.assertIn(status, (0, 1))  # 1 only when cmake/nvcc/g++ are missing
+
+
+class GpuFeedbackTest(unittest.TestCase):
+    """doctor's "GPU feedback" section: both ways, and the one the course file chose."""
+
+    def lines(self, text: str | None, sbatch: str | None, workflow: bool) -> list[str]:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            if text is not None:
+                (root / "grader").mkdir()
+                (root / "grader" / "course.toml").write_text(text)
+            if workflow:
+                (root / ".github" / "workflows").mkdir(parents=True)
+                (root / doctor.PR_WORKFLOW).write_text("name: grade\n")
+            found = doctor.gpu_feedback(root, which=lambda name: sbatch)
+        return doctor.feedback_lines(found)
+
+    def test_a_copy_set_up_for_slurm_off_the_cluster(self):
+        lines = self.lines('[feedback]\ngpu_path = "slurm"\n[slurm]\npartition = "gpu"\n',
+                           None, False)
+        self.assertIn("set up for: the course's Slurm cluster", lines[0])
+        self.assertTrue(lines[1].startswith("  --    Slurm (this copy's): no sbatch here"))
+        self.assertTrue(lines[2].startswith("  --    pull requests: no "))
+
+    def test_on_the_login_node_and_with_runners(self):
+        lines = self.lines('[feedback]\ngpu_path = "pr-runners"\n[slurm]\npartition = "gpu"\n',
+                           "/usr/bin/sbatch", True)
+        self.assertIn("set up for: pull requests graded on the course's GPU runners", lines[0])
+        self.assertIn("ok    Slurm: sbatch is here (/usr/bin/sbatch)", lines[1])
+        self.assertIn("on partition gpu", lines[1])
+        self.assertTrue(lines[2].startswith("  ok    pull requests (this copy's): "))
+
+    def test_no_course_file_and_a_broken_one(self):
+        self.assertIn("neither", self.lines(None, None, True)[0])
+        lines = self.lines("[feedback]\ngpu_path = 3\n", None, True)
+        self.assertEqual(len(lines), 1)
+        self.assertIn("gpu_path", lines[0])
 
 
 if __name__ == "__main__":

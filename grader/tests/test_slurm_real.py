@@ -1,6 +1,8 @@
 """A batch on a real Slurm: a single-node cluster on localhost (slurm_cluster.py) grades two
 lab 01 submissions as a job array without GPUs, and the collected gradebook is the same,
-byte for byte, as a local batch's of the same submissions.
+byte for byte, as a local batch's of the same submissions. And `check 01 --slurm --no-gpu`,
+run in a copy of the checkout, prints what a local `check 01 --no-gpu` prints and leaves the
+same `.grader/last/result.json`, cold (a fresh build folder) and warm.
 
 Skipped with the reason where Slurm cannot start (not installed, not root) or where the
 toolchain or the solutions are missing. About two grades' time each way (a few minutes on
@@ -10,10 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -120,6 +124,54 @@ class RealSlurmTest(unittest.TestCase):
                              [(t["name"], t["status"], t["points"]) for x in b["labs"]
                               for t in x["tests"]])
 
+    def test_check_slurm_prints_what_a_local_check_prints(self):
+        repo = self.tmp / "repo"  # a copy: the checks write its .grader/
+        shutil.copytree(ROOT, repo, ignore=shutil.ignore_patterns(
+            ".git", "build", "build-*", ".grader", "__pycache__"))
+        cache = self.tmp / "cache"
+        common = ["check", "01", "--no-gpu", "--seed", "5", "--cache", str(cache)]
+
+        def check(*more: str, env=None) -> tuple[subprocess.CompletedProcess, float]:
+            start = time.monotonic()
+            proc = subprocess.run([sys.executable, "-m", "grader", *common, *more], cwd=repo,
+                                  capture_output=True, text=True, timeout=900,
+                                  env=env or self.env)
+            return proc, time.monotonic() - start
+
+        def tests(path: Path) -> list[tuple]:
+            doc = json.loads(path.read_text())
+            return [(lab["lab"], t["name"], t["status"], t["points"]) for lab in doc["labs"]
+                    for t in lab["tests"]]
+
+        local, _ = check()
+        self.assertEqual(local.returncode, 0, local.stdout + local.stderr)
+        last = repo / ".grader" / "last" / "result.json"
+        here = tests(last)
+        last.unlink()
+        seconds = {}
+        with SlurmCluster(max_minutes=10) as cluster:
+            env = dict(cluster.env, NO_COLOR="1")
+            # the partition has no GPU: refused without --no-gpu or --allow-no-gpu
+            proc = subprocess.run([sys.executable, "-m", "grader", "check", "01", "--slurm",
+                                   "--slurm-time", "600"], cwd=repo, capture_output=True,
+                                  text=True, timeout=120, env=env)
+            self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+            self.assertIn("partition debug has no GPU", proc.stderr)
+            for run in ("cold", "warm"):
+                proc, seconds[run] = check("--slurm", "--slurm-time", "600", "--slurm-mem",
+                                           "1G", "--slurm-cpus", "1", "--slurm-python",
+                                           sys.executable, env=env)
+                self.assertEqual(proc.returncode, 0, f"{proc.stdout}\n{proc.stderr}\n"
+                                                     f"{cluster.logs()}")
+                self.assertEqual(_masked(proc.stdout), _masked(local.stdout))
+                self.assertRegex(proc.stderr, r"slurm job \d+ submitted")
+                self.assertIn("01_warp_sizing: building your code", proc.stderr)
+                self.assertEqual(tests(last), here)
+                last.unlink()
+        self.assertIn("failed", local.stdout)  # the skeleton fails its host tests
+        print(f"\ncheck 01 --slurm --no-gpu, submit to printed feedback: cold "
+              f"{seconds['cold']:.1f} s, warm {seconds['warm']:.1f} s", file=sys.stderr)
+
     def test_the_array_waits_for_the_prep_job_and_logs_per_student(self):
         """The scripts' shell as Slurm runs it, with a stand-in interpreter ($CML_PYTHON):
         the prep job's "cache fill" leaves a mark, and every array task fails without it."""
@@ -153,6 +205,11 @@ class RealSlurmTest(unittest.TestCase):
         for i, student in enumerate(("ann", "ben")):
             log = (out / student / "grade.log").read_text()
             self.assertEqual(log, f"graded task {i}\n")
+
+
+def _masked(text: str) -> str:
+    """Output with its durations masked ("12.3 s", "4.5 ms")."""
+    return re.sub(r"\d+(?:\.\d+)?\s?(?:ms|us|s)\b", "<time>", text)
 
 
 if __name__ == "__main__":

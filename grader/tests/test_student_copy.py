@@ -15,13 +15,48 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from grader import release, student_copy
+from grader import course, release, student_copy
+from grader.paths import ROOT
 from grader.tests.test_release import NEEDS, repository_like_this_checkout
 from grader.tools import find_catch2, find_tool
 
 
 def sh_blocks(markdown: str) -> list[str]:
     return re.findall(r"```sh\n(.*?)```", markdown, re.S)
+
+
+@unittest.skipUnless((ROOT / student_copy.README_TEMPLATE).is_file(),
+                     "the README's template is the course repository's (a student copy has none)")
+class ReadmeGpuPathTest(unittest.TestCase):
+    """The README names both ways to GPU feedback and the one the course file chose."""
+
+    def render(self, course_text: str | None) -> str:
+        class Files:  # the committed tree, as far as render_readme reads it
+            def text(self, rel: str) -> str | None:
+                if rel == str(course.COURSE_FILE):
+                    return course_text
+                path = ROOT / rel
+                return path.read_text() if path.is_file() else None
+        return student_copy.render_readme(Files(), ["01_warp_sizing", "04_tiled_matmul"])
+
+    def test_each_choice_is_said(self):
+        seen = set()
+        for path, text in student_copy.GPU_PATH_TEXT.items():
+            readme = self.render(f'[feedback]\ngpu_path = "{path}"\n')
+            self.assertIn(f"**this copy is set up for {text}**", readme)
+            for other, said in student_copy.GPU_PATH_TEXT.items():
+                if other != path:
+                    self.assertNotIn(said, readme)
+            self.assertIn("python3 -m grader check 04 --slurm", readme)
+            self.assertIn("Pull requests graded on the course's GPU runners", readme)
+            seen.add(readme)
+        self.assertEqual(len(seen), 3)
+        self.assertIn(student_copy.GPU_PATH_TEXT["none"], self.render(None))
+        self.assertEqual(set(student_copy.GPU_PATH_TEXT), set(course.GPU_PATHS))
+
+    def test_a_bad_course_file_stops_the_release(self):
+        with self.assertRaises(course.CourseError):
+            self.render('[feedback]\ngpu_path = "cloud"\n')
 
 
 @NEEDS
@@ -44,7 +79,9 @@ class StudentCopyTest(unittest.TestCase):
         self.assertNotIn("grader release", self.readme)
         self.assertNotIn("@", re.sub(r"\S+@\S+", "", self.readme).replace("`@", ""))
         for path in ("srun --gres=gpu:1", "python3 -m grader check", "Gradescope",
-                     "PrairieLearn", "GitHub Classroom", "pull request"):
+                     "PrairieLearn", "GitHub Classroom", "pull request",
+                     "python3 -m grader check 04 --slurm", "grader/course.toml",
+                     "this copy is set up for"):
             self.assertIn(path, self.readme)
         self.assertFalse((self.out / "docs" / "student").exists())
 
