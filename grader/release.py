@@ -56,6 +56,8 @@ EXCLUDE = (
     "grader/tests/test_integrations.py",  # grades the reference on fake platform trees
     "grader/tests/test_refcache.py",  # fills the cache with the reference: needs solutions/
     "grader/tests/test_linking.py",  # grades with the reference cache: needs solutions/
+    "grader/tests/test_python310.py",  # grades the reference on Python 3.10 (test_integrations)
+    "grader/tests/test_docs.py",  # the instructor's README, .ci/run and integrations/
     "docs/student/*",  # the student copy's own README and workflows (student_copy.py)
     "*/__pycache__/*", "*.pyc",
 )
