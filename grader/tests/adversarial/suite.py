@@ -71,7 +71,8 @@ class Case:
     expect: dict
     compiles: bool = True
     test_timeout: float | None = None
-    make_from: str | None = None  # "solution", "skeleton" or "base" (_bases/, + student.patch)
+    make_from: str | None = None  # "solution", "skeleton" or "base" (_bases/); the last two
+    # with the case's student.patch applied where there is one
     substitute: bool = False
     transform: list[str] = field(default_factory=list)
     symlinks: list[dict] = field(default_factory=list)
@@ -155,8 +156,8 @@ def load_case(folder: Path, root: Path = ROOT) -> Case:
     make_from = doc.get("make_from")
     if make_from not in (None, "solution", "skeleton", "base"):
         problems.append(f"make_from = {make_from!r} is not 'solution', 'skeleton' or 'base'")
-    if (folder / PATCH).is_file() and make_from != "base":
-        problems.append(f"{PATCH} is only read with make_from = \"base\"")
+    if (folder / PATCH).is_file() and make_from not in ("base", "skeleton"):
+        problems.append(f"{PATCH} is only read with make_from = \"base\" or \"skeleton\"")
     transform = doc.get("make_transform", [])
     if not isinstance(transform, list) or any(t not in TRANSFORMS for t in transform):
         problems.append(f"make_transform must be a list of {list(TRANSFORMS)}")
@@ -239,7 +240,12 @@ def based(case: Case, rel: str) -> bytes:
     """The lab's base file (_bases/NN_topic/, an honest implementation written for the suite)
     with the case's student.patch applied: most cases differ from it by a few lines, and the
     patch is those lines."""
-    base = BASES / case.lab.folder / Path(rel).name
+    return patched(case, rel, BASES / case.lab.folder / Path(rel).name)
+
+
+def patched(case: Case, rel: str, base: Path) -> bytes:
+    """`base` (the file the case starts from: the lab's base or its skeleton) with the case's
+    student.patch applied, if it has one."""
     patch = case.dir / PATCH
     if not patch.is_file():
         return base.read_bytes()
@@ -265,7 +271,7 @@ def materialize(case: Case, dest: Path, repo: Path = ROOT) -> Path:
         if case.make_from == "solution":
             text = (repo / "solutions" / case.lab.folder / Path(rel).name).read_bytes()
         elif case.make_from == "skeleton":
-            text = (repo / rel).read_bytes()
+            text = patched(case, rel, repo / rel)
         elif case.make_from == "base":
             text = based(case, rel)
         elif (case.dir / rel).is_file():
