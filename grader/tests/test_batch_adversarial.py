@@ -20,7 +20,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import unittest
 from pathlib import Path
@@ -30,6 +29,7 @@ from grader import batch, csvsafe
 from grader.batch import regrades, task
 from grader.commands import batch as command
 from grader.result import GRADED, GradeResult, LabResult, PartResult
+from grader.tests.test_batch_regrades import _git
 
 LAB = "01_warp_sizing"
 FILE = "labs/01_warp_sizing/warp_sizing.cu"
@@ -100,14 +100,6 @@ def fake_run_local(out: Path, jobs: int, force: bool = False, keep_work: bool = 
                              lambda text: None)
         outcomes.append(batch.Outcome(sub.student, stamp.status, points, 100.0, 1.0))
     return outcomes
-
-
-def _git(repo: Path, *args: str, when: str | None = None) -> None:
-    env = dict(os.environ, GIT_AUTHOR_NAME="s", GIT_AUTHOR_EMAIL="s@x", GIT_COMMITTER_NAME="s",
-               GIT_COMMITTER_EMAIL="s@x")
-    if when:
-        env.update(GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when)
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
 
 
 class BatchAdversarialTest(unittest.TestCase):
@@ -315,9 +307,9 @@ class BatchAdversarialTest(unittest.TestCase):
         self.refused(code, "ann's submission is a symbolic link", str((subs / "ben").resolve()))
 
     def test_two_rows_one_folder(self):
-        self.student(self.tmp / "work", 50)
+        self.student(self.tmp / "shared", 50)
         roster = self.tmp / "subs.csv"
-        roster.write_text("student,path\nann,work\nben,./work/\n")
+        roster.write_text("student,path\nann,shared\nben,./shared/\n")
         self.refused(self.run_batch(roster, grade=False), "ann and ben are the same folder")
 
     def test_symlinked_folder_of_flat_uploads(self):
