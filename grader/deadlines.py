@@ -19,7 +19,7 @@ import math
 import subprocess
 import tarfile
 from dataclasses import dataclass
-from datetime import datetime, time as dtime, timedelta
+from datetime import datetime, time as dtime
 from pathlib import Path
 
 

@@ -301,7 +301,7 @@ def _measure(ncu: str, metric: Metric, ctx: Context, binary: Path,
              details: dict[str, Any], shared: _Pass) -> tuple[float | None, str]:
     """(the value, or None and why the student's code gave it nothing to measure)."""
 
-    def _profile(ncu, metric, ctx, binary, call, details):  # noqa: ANN001
+    def _profile(ncu, metric, ctx, binary, call, details):
         return _shared_profile(ncu, metric, ctx, binary, call, details, shared)
 
     rows, failed = _profile(ncu, metric, ctx, binary, metric.call, details)

@@ -56,7 +56,7 @@ def run_all(tasks: Sequence[Callable[[], T]], limit: int | None = None,
             try:
                 check(stop)
                 results[i] = tasks[i]()
-            except BaseException as err:  # noqa: BLE001 - handed to the caller
+            except BaseException as err:  # handed to the caller
                 errors[i] = err
 
     threads = [threading.Thread(target=worker, name=f"cml-run-{k}", daemon=True)
@@ -90,5 +90,5 @@ def _stop(threads: list[threading.Thread], stop: threading.Event) -> None:
             if not alive:
                 return
             alive[0].join(timeout=0.1)
-        except BaseException:  # noqa: BLE001 - a second interrupt: the first goes on up
+        except BaseException:  # a second interrupt: the first goes on up
             continue

@@ -104,7 +104,7 @@ def grade(opts: Options, result: GradeResult | None = None) -> GradeResult:
 
 def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
               why_no_gpu: str) -> None:
-    say = lambda text: _say(opts, text)  # noqa: E731
+    say = lambda text: _say(opts, text)
     ready = prepare.trees(work, opts.submission, opts.source_root, opts.labs, has_gpu,
                           opts.build_timeout, say, opts.cache)
     result.sandbox = ready.sandbox
@@ -131,7 +131,7 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
         build.together(jobs)
     except Interrupted:
         raise
-    except Exception as err:  # noqa: BLE001  each lab then builds (and fails) on its own
+    except Exception as err:  # each lab then builds (and fails) on its own
         say(f"building the labs together failed ({err}); building them one at a time")
     for lab, job, gpu_seconds in zip(ready.labs, jobs, seconds):
         rubric = job.rubric

@@ -492,7 +492,7 @@ def _own_folder(parent: Path, identity: Identity | None) -> Path:
 
 def _remove(folder: Path) -> None:
     """Removes `folder` whatever the process left in it (folders it closed included)."""
-    def opened(func, path, _exc):  # noqa: ANN001
+    def opened(func, path, _exc):
         try:
             os.chmod(os.path.dirname(path), 0o700)
             os.chmod(path, 0o700)

@@ -141,7 +141,7 @@ def job_script(options: slurm_options.SlurmOptions, repo: str | Path, job_dir: s
     exit status into `job_dir/rc` (written last: its presence says the command is over).
     `lock`: a file the job holds with flock while it runs (the shared build folder)."""
     d = Path(job_dir)
-    q = lambda p: shlex.quote(str(p))  # noqa: E731
+    q = lambda p: shlex.quote(str(p))
     command = '"$PYTHON" -m grader ' + " ".join(shlex.quote(a) for a in argv)
     if lock is not None:
         command = f"flock {q(lock)} {command}"
@@ -310,7 +310,7 @@ class _Cancel(Exception):
     pass
 
 
-def _raise_cancel(signum, frame):  # noqa: ARG001
+def _raise_cancel(signum, frame):
     raise _Cancel(signal.Signals(signum).name)
 
 

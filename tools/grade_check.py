@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grader.paths import discover_labs  # noqa: E402
-from grader.rubric import load_rubric  # noqa: E402
+from grader.paths import discover_labs
+from grader.rubric import load_rubric
 
 # Parts a skeleton may score on: none. A part that earns points on the untouched skeleton
 # rewards nothing the student did.

@@ -27,9 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.commands._common import choose_labs  # noqa: E402
-from grader.rubric import load_rubric  # noqa: E402
-from grader.tools import _output, find_tool  # noqa: E402
+from grader.commands._common import choose_labs
+from grader.rubric import load_rubric
+from grader.tools import _output, find_tool
 
 
 def device_name() -> str:

@@ -39,7 +39,7 @@ __all__ = ["Plan", "Submission", "Stamp", "BatchError", "BatchProblems", "Outcom
            "run_task", "run_local", "collect", "write_slurm", "GpuLock",
            "failure_kind", "grader_fingerprint", "grading_key", "grading_modules",
            "submission_hashes", "submission_key", "histogram", "summary_markdown",
-           "is_current", "load_result", "read_stamp", "task_command", "new_seed",
+           "is_current", "load_result", "read_stamp", "task_command", "work_root", "new_seed",
            "DEFAULT_LOCK", "DEFAULT_TIMEOUT", "PLAN_FILE", "PLAN_SCHEMA", "STAMP_FILE",
            "GRADED", "GRADER_ERROR", "INTERRUPTED", "TIMED_OUT", "KEEP_ON_RESUME",
            "FAILURE_KINDS"]

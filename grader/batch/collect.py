@@ -158,7 +158,7 @@ def summary_markdown(plan: Plan, scores: dict[str, list[float]], maxima: dict[st
                      failures: dict[str, list[str]], missing: list[str], not_graded: int,
                      seconds: float,
                      late: list[tuple[str, str, float, float, float]] = ()) -> str:
-    out = [f"# Batch summary", "",
+    out = ["# Batch summary", "",
            f"{len(plan.submissions)} submission(s), labs {', '.join(plan.labs)}, seed "
            f"{plan.seed}; grading time {seconds:.0f} s in all (GPU waits excluded).", ""]
     if missing:

@@ -42,7 +42,6 @@ def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: boo
                          f"(0 to {len(plan.submissions) - 1})")
     sub = plan.submissions[index]
     log = log or (lambda text: print(text, file=sys.stderr, flush=True))
-    student_dir = out_dir / sub.student
     hashes, key = submission_key(plan, sub, grader_fingerprint(plan))
     if not force and is_current(out_dir, sub.student, key):
         log(f"{sub.student}: unchanged since it was graded; kept")
@@ -81,7 +80,7 @@ def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: boo
     except pipeline.Interrupted as why:
         status = INTERRUPTED
         result.errors.append(f"interrupted ({why}); the results are incomplete")
-    except Exception as err:  # noqa: BLE001  the grader's own failure, recorded
+    except Exception as err:  # the grader's own failure, recorded
         result.errors.append(pipeline.grader_failed(err))
         status = GRADER_ERROR
     finally:

@@ -4,7 +4,6 @@ labs and export formats, progress, interrupts, running the pipeline, writing res
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import time
@@ -151,7 +150,7 @@ def grade_submission(submission: Path, labs: list[LabPaths], flags: GradingFlags
         except Interrupted as why:
             result.errors.append(f"interrupted ({why}); the results are incomplete")
             status = 130
-        except Exception as err:  # noqa: BLE001  the grader's own failure, recorded
+        except Exception as err:  # the grader's own failure, recorded
             result.errors.append(pipeline.grader_failed(err))
             status = 1
     if status == 0 and result.errors:  # problems of the grader's, not the student's

@@ -223,7 +223,6 @@ def _keep_plan_settings(args: argparse.Namespace, old: "batch.Plan") -> None:
 def _plan(args: argparse.Namespace, out: Path, old: "batch.Plan | None") -> "batch.Plan | None":
     """The plan of this run, saved: the earlier plan's inputs kept (seed, other students),
     the submissions given now merged in, git submissions pinned to their due commit."""
-    from .. import deadlines
     labs = (old.lab_paths() if old is not None and not args.labs else
             labs_or_say("batch", [args.labs] if args.labs else []))
     if labs is None:

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     if labs is None:
         return 1
     start = time.monotonic()
-    say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    say = lambda text: print(text, file=sys.stderr, flush=True)
     try:
         found = store.fill(ROOT, labs, say=say)
     except (OSError, RuntimeError) as err:

@@ -40,7 +40,6 @@ from typing import Callable, Mapping
 
 from ..exports import write_exports
 from ..paths import ROOT, LabPaths, discover_labs
-from ..exports import write_exports
 from ..result import GradeResult
 from ..rubric import RubricError, load_rubric
 from ._common import (GradingFlags, add_grading_flags, grade_submission, labs_or_say, table,

@@ -145,7 +145,7 @@ def feedback_lines(found: dict) -> list[str]:
     chosen = found["set_up_for"]
     lines = [f"  this copy is set up for: {course_file.GPU_PATHS[chosen]}"]
     slurm, runners = found["slurm"], found["pr_runners"]
-    mark = lambda path: " (this copy's)" if chosen == path else ""  # noqa: E731
+    mark = lambda path: " (this copy's)" if chosen == path else ""
     where = f"partition {slurm['partition']}" if slurm["partition"] else \
         "the cluster's default partition"
     if slurm["sbatch"]:

@@ -71,6 +71,8 @@ class GitTest(unittest.TestCase):
         when = dl.deadline_for("ann", self.deadline, {"ann": "2026-03-04"})
         pinned = dl.pin_submission(self.repo, self.tmp / "g", when)
         self.assertEqual((self.tmp / "g" / REL).read_text(), "v3 late")
+        self.assertEqual(pinned.commit_time, "2026-03-03T01:00:00+00:00")
+        self.assertEqual(pinned.late.factor, 1.0)  # on time by the extended deadline
         self.assertEqual(dl.deadline_for("ben", self.deadline, {"ann": "2026-03-04"}),
                          self.deadline)
         self.assertIsNone(dl.deadline_for("ben", None))

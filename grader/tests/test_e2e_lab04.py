@@ -5,7 +5,6 @@ submission rebuilds only the student's targets."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from pathlib import Path
 
 from grader import pipeline
 from grader.paths import ROOT, find_lab
-from grader.result import GRADED, NOT_GRADED, PASSED, TIMEOUT
+from grader.result import NOT_GRADED, PASSED, TIMEOUT
 
 from . import needs
 

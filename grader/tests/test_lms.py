@@ -4,7 +4,6 @@ Canvas download with results made by hand."""
 
 import csv
 import io
-import json
 import shutil
 import subprocess
 import sys

@@ -19,7 +19,7 @@ if not (Path(__file__).parent / "lab_fixtures.py").is_file():
     # A student's copy (grader release) has no fixtures made from the solutions.
     raise unittest.SkipTest("the lab fixtures are not in this copy of the grader")
 
-from grader.tests.lab_fixtures import FIXTURES_ROOT, LabFixtures  # noqa: E402
+from grader.tests.lab_fixtures import FIXTURES_ROOT, LabFixtures
 
 DATA = FIXTURES_ROOT / "metrics"
 LAB06 = LabPaths("06_bank_conflicts", "06", "bank_conflicts", ROOT)

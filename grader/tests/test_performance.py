@@ -14,7 +14,6 @@ import copy
 import json
 import os
 import sys
-import os
 import tempfile
 import unittest
 from pathlib import Path

@@ -3,7 +3,6 @@ arguments; for the bench, both calls) are collected by one ncu process (the runs
 simulated: no GPU, no ncu)."""
 
 import unittest
-from pathlib import Path
 
 from grader import measure
 from grader.paths import ROOT, LabPaths

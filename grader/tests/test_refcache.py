@@ -197,7 +197,6 @@ class TogetherTest(unittest.TestCase):
 
     def jobs(self, missing_second=False):
         from types import SimpleNamespace
-        from grader.stages.build import together  # noqa: F401
         from grader.stages.job import LabJob
         student = SimpleNamespace(build=Path("/sb"), env={}, identity=None, jail=None)
         trees = SimpleNamespace(build=Path("/b"), build_env={}, student=student,

@@ -155,7 +155,7 @@ class CorrectnessRulesTest(unittest.TestCase):
     """Groups that mix host and GPU cases graded without a GPU, and bonus groups."""
 
     def _grade(self, groups, statuses, has_gpu):
-        from grader.rubric import CorrectnessGroup, Rubric
+        from grader.rubric import Rubric
         from grader.testrun import Case, CaseRun
         from grader.scoring import correctness
         cases = [Case(name, tuple(tags)) for name, tags, _ in statuses]
