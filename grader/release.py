@@ -37,9 +37,10 @@ from .paths import LAB_DIR_RE, ROOT
 from .rubric import tomllib
 
 # Top-level entries of the student copy (files or folders; folders whole unless below).
+# CONTRIBUTING.md (how to work on the course itself) is not one of them.
 INCLUDE_TOP = ("labs", "handouts", "common", "grader", "cmake", "docs", "tools", ".ci",
                ".github/workflows", "CMakeLists.txt", "CMakePresets.json", "README.md",
-               ".gitignore", "LICENSE*", ".clang-format")
+               "CHANGELOG.md", ".gitignore", "LICENSE*", ".clang-format")
 # Left out although inside an included folder (glob patterns on the relative path).
 EXCLUDE = (
     "solutions/*",

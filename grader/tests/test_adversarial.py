@@ -20,6 +20,7 @@ from pathlib import Path
 from grader import static_checks, workspace
 from grader.paths import ROOT
 from grader.rubric import load_rubric
+from grader.tests import needs
 from grader.tests.adversarial import suite
 from grader.tools import find_catch2, find_tool
 
@@ -316,7 +317,7 @@ class EndToEndTest(unittest.TestCase):
         proc = subprocess.run(
             [sys.executable, "-m", "grader", "grade", str(sub), "--labs", case.lab.number,
              "--out", str(out), "--work-dir", str(self.work), "--no-gpu", "--seed", "11", "-q",
-             "--format", "gradescope,prairielearn,junit,markdown"],
+             "--format", "gradescope,prairielearn,junit,markdown", *needs.cache_args()],
             cwd=ROOT, capture_output=True, text=True, timeout=1500,
             env=dict(os.environ, NO_COLOR="1"))
         self.assertEqual(proc.returncode, 0, proc.stdout[-2000:] + proc.stderr[-2000:])

@@ -356,7 +356,8 @@ class RealBatchTest(TmpCase):
         make_submission("compile_error", subs / "ben")
         out = self.tmp / "out"
         cmd = [sys.executable, "-m", "grader", "batch", str(subs), "--out", str(out), "-j", "1",
-               "--labs", "04", "--no-gpu", "--seed", "3", "--gpu-lock", str(self.tmp / "l")]
+               "--labs", "04", "--no-gpu", "--seed", "3", "--gpu-lock", str(self.tmp / "l"),
+               *needs.cache_args()]
         env = dict(os.environ, NO_COLOR="1")
         first = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1500,
                                env=env)

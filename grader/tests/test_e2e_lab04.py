@@ -1,6 +1,8 @@
 """End to end on lab 04 without a GPU: real builds of deliberately right, wrong and cheating
 submissions (fixtures/lab04). All share one work tree, so the reference builds once and each
-submission rebuilds only the student's targets."""
+submission rebuilds only the student's targets. In a CTest run the grades take the run's
+shared reference cache (needs.shared_cache) and link from it, as a grade with the default
+cache does; test_golden keeps grading lab 04 without a cache."""
 
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ class Lab04EndToEnd(unittest.TestCase):
     def grade(self, name: str, **kw):
         sub = make_submission(name, self.tmp / "subs" / name)
         opts = pipeline.Options(submission=sub, labs=[self.lab], seed=1234,
-                                work_dir=self.work, gpu=False, **kw)
+                                work_dir=self.work, gpu=False, cache=needs.shared_cache(), **kw)
         result = pipeline.grade(opts)
         self.assertEqual(result.errors, [], "the grader itself reported problems")
         self.assertEqual(len(result.labs), 1)
@@ -152,7 +154,8 @@ class Lab04EndToEnd(unittest.TestCase):
         out = self.tmp / "out"
         proc = subprocess.run(
             [sys.executable, "-m", "grader", "grade", str(sub), "--labs", "04", "--out",
-             str(out), "--work-dir", str(self.work), "--no-gpu", "--seed", "5", "-q"],
+             str(out), "--work-dir", str(self.work), "--no-gpu", "--seed", "5", "-q",
+             *needs.cache_args()],
             cwd=ROOT, capture_output=True, text=True, timeout=900)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         data = json.loads((out / "result.json").read_text())

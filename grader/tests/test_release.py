@@ -53,7 +53,8 @@ class RulesTest(unittest.TestCase):
         inside = ["labs/04_tiled_matmul/tiled_matmul.cu", "labs/_template/topic.cu",
                   "handouts/figures/04_tiles.svg", "grader/tests/test_rubric.py",
                   ".github/workflows/grade.yml", "CMakePresets.json", "cmake/CmlLab.cmake",
-                  "tools/gpu_check.sh", "docs/mainpage.md", "common/src/test_main.cpp"]
+                  "tools/gpu_check.sh", "docs/mainpage.md", "common/src/test_main.cpp",
+                  "CHANGELOG.md"]
         outside = ["solutions/04_tiled_matmul/tiled_matmul.cu",
                    "solutions/04_tiled_matmul/tests/test_hidden.cpp",
                    "grader/tests/fixtures/lab04/recipes.json", "grader/tests/lab_fixtures.py",
@@ -63,7 +64,7 @@ class RulesTest(unittest.TestCase):
                    "grader/tests/adversarial/06_fair_xor_swizzle/labs/06_bank_conflicts/"
                    "bank_conflicts.cu", "grader/tests/test_adversarial.py",
                    "tools/adversarial_check.sh", "tools/grade_check.py",
-                   "grader/__pycache__/x.pyc", "build/CMakeCache.txt"]
+                   "grader/__pycache__/x.pyc", "build/CMakeCache.txt", "CONTRIBUTING.md"]
         for rel in inside:
             self.assertTrue(release.included(rel), rel)
         for rel in outside:
@@ -303,6 +304,8 @@ class ReleaseTest(unittest.TestCase):
             self.assertIn(f"labs/{lab.folder}/grading.toml", self.files)
             self.assertIn(f"handouts/{lab.folder}.md", self.files)
         self.assertIn("labs/_template/CMakeLists.txt", self.files)
+        self.assertIn("CHANGELOG.md", self.files)  # for the students too
+        self.assertNotIn("CONTRIBUTING.md", self.files)  # how to work on the course: staff only
 
     def test_no_solution_or_hidden_test_by_content(self):
         secret = release.secret_lines(release.read_head(self.repo))
@@ -378,10 +381,10 @@ class ReleaseTest(unittest.TestCase):
         built = subprocess.run(["cmake", "--build", str(build), "-j", str(os.cpu_count() or 2)],
                                capture_output=True, text=True, timeout=1200, env=env)
         self.assertEqual(built.returncode, 0, built.stdout[-3000:] + built.stderr[-2000:])
-        # the default preset's selection (everything but `student`), without the two slow
-        # ones checked elsewhere: the grader's unit tests (above) and Doxygen
+        # the default preset's selection (everything but `student`), without the slow ones
+        # checked elsewhere: the grader's unit tests (above) and Doxygen
         tests = subprocess.run(["ctest", "--test-dir", str(build), "-LE", "^student$", "-E",
-                                "^(grader.unit|docs.build)$", "--output-on-failure",
+                                r"^(grader\.unit\..*|docs\.build)$", "--output-on-failure",
                                 "--no-tests=error"], capture_output=True, text=True,
                                timeout=600, env=env)
         self.assertEqual(tests.returncode, 0, tests.stdout[-3000:] + tests.stderr)

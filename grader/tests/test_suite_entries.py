@@ -1,0 +1,102 @@
+"""The grader's CTest entries (grader/CMakeLists.txt) as CTest lists them: every unit test
+module (grader/tests/test_*.py) runs in exactly one entry, each entry carries the host and
+grader labels and a time limit of its own, the slow ones the "slow" label, and the unit
+entries share the run's reference cache, emptied first by grader.refcache_reset.
+
+grader/CMakeLists.txt is configured alone, inside a throwaway project that needs no
+compiler, so the check takes a second or two."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from grader.paths import ROOT
+
+TESTS = ROOT / "grader" / "tests"
+MODULE = re.compile(r"^grader\.tests\.(test_\w+)$")
+
+WRAPPER = """cmake_minimum_required(VERSION 3.24)
+project(grader_entries NONE)
+enable_testing()
+set(Python3_EXECUTABLE "{python}")
+add_subdirectory("{grader}" grader)
+"""
+
+
+def _modules() -> set[str]:
+    return {p.stem for p in TESTS.glob("test_*.py")}
+
+
+@unittest.skipUnless(shutil.which("cmake") and shutil.which("ctest"),
+                     "listing the CTest entries needs cmake and ctest")
+class SuiteEntriesTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        with tempfile.TemporaryDirectory(prefix="cml-entries-") as tmp:
+            src, build = Path(tmp) / "src", Path(tmp) / "build"
+            src.mkdir()
+            (src / "CMakeLists.txt").write_text(WRAPPER.format(
+                python=Path(sys.executable).as_posix(), grader=(ROOT / "grader").as_posix()))
+            configured = subprocess.run(["cmake", "-S", str(src), "-B", str(build)],
+                                        capture_output=True, text=True, timeout=120)
+            if configured.returncode != 0:
+                raise AssertionError("grader/CMakeLists.txt does not configure:\n"
+                                     + configured.stdout[-2000:] + configured.stderr[-2000:])
+            listed = subprocess.run(["ctest", "--test-dir", str(build),
+                                     "--show-only=json-v1"], capture_output=True, text=True,
+                                    timeout=120, check=True)
+        cls.entries = {}
+        for test in json.loads(listed.stdout)["tests"]:
+            props = {p["name"]: p["value"] for p in test.get("properties", [])}
+            cls.entries[test["name"]] = (test.get("command", []), props)
+
+    def modules_of(self, command: list[str]) -> list[str]:
+        """The test modules a command runs; a command that discovers them is refused (what
+        it runs cannot be read from it)."""
+        self.assertNotIn("discover", command, "an entry that discovers modules runs all of "
+                         "them: name the modules instead")
+        return [m.group(1) for arg in command if (m := MODULE.match(arg))]
+
+    def test_every_module_runs_in_exactly_one_entry(self):
+        runs: dict[str, list[str]] = {}
+        for name, (command, _props) in self.entries.items():
+            for module in self.modules_of(command):
+                runs.setdefault(module, []).append(name)
+        self.assertEqual(sorted(set(runs) - _modules()), [], "entries name missing modules")
+        self.assertEqual(sorted(_modules() - set(runs)), [], "modules no entry runs")
+        twice = {m: names for m, names in runs.items() if len(names) > 1}
+        self.assertEqual(twice, {}, "modules run by more than one entry")
+
+    def test_labels_and_time_limits(self):
+        for name, (command, props) in self.entries.items():
+            with self.subTest(name):
+                labels = props.get("LABELS", [])
+                self.assertLessEqual({"host", "grader"}, set(labels))
+                if not self.modules_of(command):
+                    continue
+                self.assertGreater(props.get("TIMEOUT", 0), 0, "no time limit of its own")
+                if name.startswith("grader.unit."):
+                    self.assertEqual("slow" in labels, name != "grader.unit.fast")
+
+    def test_unit_entries_share_the_reset_cache(self):
+        reset = self.entries["grader.refcache_reset"]
+        self.assertEqual(reset[1].get("FIXTURES_SETUP"), ["cml_grader_refcache"])
+        folder = reset[0][-1]
+        units = [n for n in self.entries if n.startswith("grader.unit.")]
+        self.assertIn("grader.unit.fast", units)
+        for name in units:
+            with self.subTest(name):
+                props = self.entries[name][1]
+                self.assertIn(f"CML_TEST_REFCACHE={folder}", props.get("ENVIRONMENT", []))
+                self.assertEqual(props.get("FIXTURES_REQUIRED"), ["cml_grader_refcache"])
+
+
+if __name__ == "__main__":
+    unittest.main()
