@@ -1,3 +1,3 @@
 """CUDA Memory Labs grader: builds, checks, times and scores lab submissions."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

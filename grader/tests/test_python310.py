@@ -6,8 +6,8 @@ message where no TOML reader exists.
 
 The interpreter is `python3.10` where that runs, else pyenv's (its versions/3.10.*); the tests
 are skipped, with the reason, where there is none or no `tomli` for it. CTest runs this module
-on its own (`grader.python310`); `grader.unit` sets `CML_SKIP_PY310=1` so it does not run
-twice."""
+on its own (`grader.python310`), and no grader.unit entry runs it (test_suite_entries checks);
+`CML_SKIP_PY310=1` skips it where a run discovers every module."""
 
 from __future__ import annotations
 
