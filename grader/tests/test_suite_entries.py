@@ -1,7 +1,8 @@
 """The grader's CTest entries (grader/CMakeLists.txt) as CTest lists them: every unit test
 module (grader/tests/test_*.py) runs in exactly one entry, each entry carries the host and
 grader labels and a time limit of its own, the slow ones the "slow" label, and the unit
-entries share the run's reference cache, emptied first by grader.refcache_reset.
+entries share the run's reference cache, emptied first by grader.refcache_reset, as the
+grader's default cache (XDG_CACHE_HOME) and by name (CML_TEST_REFCACHE).
 
 grader/CMakeLists.txt is configured alone, inside a throwaway project that needs no
 compiler, so the check takes a second or two."""
@@ -9,6 +10,7 @@ compiler, so the check takes a second or two."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -16,7 +18,9 @@ import sys
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
+from grader import refcache
 from grader.paths import ROOT
 
 TESTS = ROOT / "grader" / "tests"
@@ -88,13 +92,17 @@ class SuiteEntriesTest(unittest.TestCase):
     def test_unit_entries_share_the_reset_cache(self):
         reset = self.entries["grader.refcache_reset"]
         self.assertEqual(reset[1].get("FIXTURES_SETUP"), ["cml_grader_refcache"])
-        folder = reset[0][-1]
+        emptied = Path(reset[0][-1])
         units = [n for n in self.entries if n.startswith("grader.unit.")]
         self.assertIn("grader.unit.fast", units)
         for name in units:
             with self.subTest(name):
                 props = self.entries[name][1]
-                self.assertIn(f"CML_TEST_REFCACHE={folder}", props.get("ENVIRONMENT", []))
+                env = dict(v.split("=", 1) for v in props.get("ENVIRONMENT", []))
+                # the grader's default cache there is the one the tests name
+                self.assertEqual(Path(env["XDG_CACHE_HOME"]), emptied)
+                with mock.patch.dict(os.environ, {"XDG_CACHE_HOME": env["XDG_CACHE_HOME"]}):
+                    self.assertEqual(refcache.default_dir(), Path(env["CML_TEST_REFCACHE"]))
                 self.assertEqual(props.get("FIXTURES_REQUIRED"), ["cml_grader_refcache"])
 
 
