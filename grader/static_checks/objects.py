@@ -35,13 +35,14 @@ def harness_objects(build: Path, lab_folder: str, tag: str) -> list[Path]:
 
 
 def is_stand_in(s: Symbol, sections: dict[str, tuple[str, str]]) -> bool:
-    """A function the lab's given code defines weakly on purpose, in plain `.text`, as a
-    stand-in for one the student may write (lab 04's optional bonus): part of the lab's
-    interface, for the student copy too, which has no reference object to read it from.
-    Inline functions and template instantiations are weak as well, but each sits in a
-    section of its own (`.text._Z…`, a COMDAT group); those stay the harness's."""
-    return (s.bind == "WEAK" and s.type == "FUNC"
-            and sections.get(s.section, ("", ""))[0] == ".text")
+    """A function the lab's given code defines weakly on purpose, as a stand-in for one the
+    student may write (lab 04's optional bonus): part of the lab's interface, for the
+    student copy too, which has no reference object to read it from. Inline functions and
+    template instantiations are weak as well, but each sits in a section of a COMDAT group
+    (flag G); those stay the harness's."""
+    name, flags = sections.get(s.section, ("", ""))
+    return (s.bind == "WEAK" and s.type == "FUNC" and name.startswith(".text")
+            and "G" not in flags)
 
 
 def check_object(student_obj: Path, reference_obj: Path | None, rules: LabRules,

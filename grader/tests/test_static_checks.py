@@ -595,14 +595,15 @@ class StandInTest(unittest.TestCase):
         src.write_text(text)
         (self.tmp / folder).mkdir()
         obj = self.tmp / folder / "given.o"
-        subprocess.run(["g++", "-O0", "-c", str(src), "-o", str(obj)], check=True)
+        subprocess.run(["g++", "-O2", "-fno-inline", "-c", str(src), "-o", str(obj)], check=True)
         return obj
 
     def test_a_given_stand_in_is_replaceable_and_an_inline_helper_is_not(self):
         header = ("namespace lab04 { inline int helper(int x) { return x + 1; } "
                   "void bonus(int n); }\n")
+        # A stand-in that always throws lands in .text.unlikely, as lab 04's does.
         given = header + ("namespace lab04 { __attribute__((weak)) void bonus(int n) "
-                          "{ if (n) throw 1; } }\nint use(int x) { return lab04::helper(x); }\n")
+                          "{ throw n; } }\nint use(int x) { return lab04::helper(x); }\n")
         student = ("namespace lab04 { int helper(int x) { return x + 2; } "
                    "void bonus(int n) { (void)n; } }\n")
         student_obj = self.compile("student.dir", student)
