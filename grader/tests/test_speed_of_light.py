@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import unittest
+import xml.etree.ElementTree as ET
 
 from grader import benchdoc
 from grader.benchdoc import SpeedOfLight
 from grader.exports.common import part_speed_of_light, score_items, speed_of_light
 from grader.exports.html import to_html
+from grader.exports.junit import to_junit
 from grader.exports.markdown import to_markdown
 from grader.exports.table import terminal_table
 from grader.result import GradeResult, LabResult, PartResult
@@ -220,6 +222,7 @@ class PrintedTest(unittest.TestCase):
                 self.assertNotIn("Speed of light", to_html(grade))
                 self.assertNotIn("Speed of light",
                                  "\n".join(i.output for i in score_items(grade.labs[0])))
+                self.assertNotIn("Speed of light", to_junit(grade))
 
     def test_only_a_speed_part_carries_it(self):
         other = PartResult("metric", "Bandwidth", "graded", 0.0, 0.0, "",
@@ -238,6 +241,10 @@ class PrintedTest(unittest.TestCase):
         self.assertIn(LINE, speed.output)
         self.assertNotIn("Speed of light", next(i for i in items if i.kind != "performance")
                          .output)
+        suite = ET.fromstring(to_junit(result(lab(full_speed()))))
+        outs = {case.get("name"): case.findtext("system-out") for case in suite.iter("testcase")}
+        self.assertEqual(outs["Performance"], "20 / 20 points, graded\n" + LINE)
+        self.assertNotIn("Speed of light", outs["Correctness: Copy"])
 
     def test_the_html_report_shows_it_beside_the_speed_figures(self):
         no_ref = full_speed()
