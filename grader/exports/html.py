@@ -8,6 +8,8 @@ Plots (each one <svg>, drawn only when the data is in the result):
 - every plot a lab's bench declares in its document (`plots[]`, kept with the bench's
   `cases` and `metrics` in `timing.student|reference`), the student's and the reference's
   points as two series. The report knows no lab: a new sweep is declared in its bench.
+Beside the speed plots, a table of each timed lab's speed of light: the rate its kernel
+achieves as a fraction of the GPU's measured limit, the reference's beside it.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import math
 from typing import Any
 
 from ..result import GradeResult, LabResult
+from ..benchdoc import SpeedOfLight, percent_text, rate_text
 from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
                      lab_number, lab_reason, part_outcome, part_reason, pending_points,
-                     test_counts, test_outcome, timing_summary)
+                     speed_of_light, test_counts, test_outcome, timing_summary)
 from .table import reported_only, reported_value
 from .svg import (BASE, M_BOTTOM, M_TOP, W, esc, fmt_tick, line_chart, nice_ticks,
                   scatter_chart)
@@ -40,6 +43,7 @@ th,td{border:1px solid #e5e7eb;padding:5px 8px;text-align:left;vertical-align:to
 th{background:#f3f4f6;font-weight:600}td.num{text-align:right;white-space:nowrap}
 .pass{color:#15803d}.fail{color:#b91c1c}.skip{color:#6b7280}.flag{color:#b45309}.info{color:#1d4ed8}
 .why{color:#4b5563;font-size:13px}
+p.sol{margin:6px 0;color:#1f2937}
 .plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:16px;
  margin:12px 0}
 figure{margin:0;background:#fff;border:1px solid #e5e7eb;padding:8px;min-width:0}
@@ -258,6 +262,25 @@ def lab_plots(lab: LabResult) -> list[tuple[str, str]]:
     return plots
 
 
+def sol_table(rows: list[tuple[str, SpeedOfLight]]) -> str:
+    """Per timed lab, the limit that binds its work and each side's rate as a fraction of it
+    (benchdoc.speed_of_light, kept in the performance part's details)."""
+    out = ['<table class="sol"><tr><th>Speed of light</th><th>Limit that binds</th>'
+           "<th>Your kernel</th><th>Reference</th></tr>"]
+    for name, sol in rows:
+        limit = "copy bandwidth" if sol.bound == "bytes" else "FP32 peak"
+        reference = ("–" if sol.reference_fraction is None or sol.reference_rate is None else
+                     f"{rate_text(sol.reference_rate, sol.bound)} "
+                     f"({percent_text(sol.reference_fraction)})")
+        out.append(f"<tr><td>{esc(name)}</td>"
+                   f"<td>{esc(limit)}: {esc(rate_text(sol.limit, sol.bound))}</td>"
+                   f'<td class="num">{esc(rate_text(sol.student_rate, sol.bound))} '
+                   f"({esc(percent_text(sol.student_fraction))})</td>"
+                   f'<td class="num">{esc(reference)}</td></tr>')
+    out.append("</table>")
+    return "\n".join(out)
+
+
 # -------------------------------------------------------------------------------- the page
 
 def _lab_rows(result: GradeResult) -> list[str]:
@@ -305,6 +328,9 @@ def _lab_section(lab: LabResult) -> list[str]:
                    f'<td class="num">{fmt_points(p.points)} / {fmt_points(p.max_points)}</td>'
                    f'<td class="why">{esc(reason)}</td></tr>')
     out.append("</table>")
+    sol = speed_of_light(lab)
+    if sol is not None:
+        out.append(f'<p class="sol">{esc(sol.text())}</p>')
     plots = lab_plots(lab)
     if plots:
         out.append('<div class="plots">')
@@ -367,7 +393,9 @@ def to_html(result: GradeResult) -> str:
     strip_rows = [(f"Lab {lab_number(lab)}", _samples(_side(lab, "student")),
                    _samples(_side(lab, "reference"))) for lab in result.labs]
     strip_rows = [r for r in strip_rows if r[1] or r[2]]
-    if speed_rows or strip_rows:
+    sol_rows = [(f"Lab {lab_number(lab)}", sol) for lab in result.labs
+                for sol in [speed_of_light(lab)] if sol is not None]
+    if speed_rows or strip_rows or sol_rows:
         out += ["<h2>Speed</h2>", '<div class="plots">']
         if speed_rows:
             out.append(f"<figure>{speedup_chart(speed_rows)}<figcaption>Full speed points at a "
@@ -378,6 +406,13 @@ def to_html(result: GradeResult) -> str:
                        "run interleaved (A B A B …); each dot is one pair's ratio."
                        "</figcaption></figure>")
         out.append("</div>")
+        if sol_rows:
+            out.append(sol_table(sol_rows))
+            out.append('<p class="why">Speed of light: the rate each kernel achieves on the '
+                       "scored comparison's work (its bytes or its FP32 flop, whichever the "
+                       "GPU's limits bind), as a fraction of the rate this GPU's bench "
+                       "measured: a copy kernel's bandwidth or an FMA loop's FP32 rate. A "
+                       "figure to read, not a score: it earns no points.</p>")
     for lab in result.labs:
         out += _lab_section(lab)
     if result.errors:
