@@ -79,6 +79,10 @@ class NoFileTest(unittest.TestCase):
             check_gradescope(self, doc)
             self.assertEqual(doc["score"], 0.0)
             self.assertIn(FILE, doc["output"])
+            # Gradescope's debug panel shows stdout: what was uploaded and what was written.
+            self.assertIn("the upload holds: README.md", proc.stdout)
+            self.assertIn("no lab to grade", proc.stdout)
+            self.assertIn(f"wrote {root / 'results' / 'results.json'}: score 0.0", proc.stdout)
             grade_root = root / "grade"
             (grade_root / "student").mkdir(parents=True)
             proc = subprocess.run([str(ENTRYPOINT)], env={**os.environ,
@@ -115,6 +119,14 @@ class FakeTreeTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
         doc = json.loads((root / "results" / "results.json").read_text())
         check_gradescope(self, doc)
+        # The log on stdout: the file found, the grader's progress lines, where results.json
+        # went with its score; nothing of the table (results.json holds it).
+        self.assertIn(f"files found: labs/{LAB}/{FILE}", proc.stdout)
+        self.assertIn(f"{LAB}: building your code", proc.stdout)
+        self.assertRegex(proc.stdout, r"\n  \[ *\d+\.\d s\] ")
+        self.assertIn(f"wrote {root / 'results' / 'results.json'}: score {doc['score']} of ",
+                      proc.stdout)
+        self.assertNotIn("Grade for", proc.stdout)
         return doc
 
     def test_reference_and_skeleton_on_gradescope(self):
