@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -194,6 +195,58 @@ class ActionlintTest(unittest.TestCase):
                                    str(classroom)], cwd=ROOT, capture_output=True, text=True,
                                   timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+
+class PrairieLearnImageTest(unittest.TestCase):
+    """The external grader image, read line by line (Docker does not run here): the
+    repository copied in and its reference cache filled at build, where every job finds it;
+    the guide says what the jail needs from the container."""
+
+    def setUp(self):
+        from .test_github_runners import dockerfile_instructions
+        here = ROOT / "integrations" / "prairielearn"
+        self.steps = dockerfile_instructions((here / "Dockerfile").read_text())
+        self.ignore = (here / "Dockerfile.dockerignore").read_text().split()
+        self.guide = (ROOT / "docs" / "platforms" / "prairielearn.md").read_text()
+
+    def index(self, word: str, pattern: str) -> int:
+        found = [i for i, (w, rest) in enumerate(self.steps) if w == word
+                 and re.search(pattern, rest)]
+        self.assertTrue(found, f"no {word} matching {pattern!r}")
+        return found[0]
+
+    def test_the_cache_is_filled_after_the_repository_is_copied(self):
+        copy = self.index("COPY", r"^\. /cml$")
+        fill = self.index("RUN", r"python3 -m grader cache fill")
+        self.assertLess(copy, fill)
+        # doctor first: it stops the build where the labs cannot be built
+        self.assertEqual(self.index("RUN", r"python3 -m grader doctor +\self.index("RUN", r"python3 -m grader doctor \&\& python3 -m grader "\self.index("RUN", r"python3 -m grader doctor \&\& python3 -m grader " python3 -m grader "
+                                           r"cache fill"), fill)
+        self.assertLess(self.index("WORKDIR", r"^/cml$"), fill)
+        self.assertLess(fill, self.index("CMD", r"/cml-entrypoint/entrypoint"))
+
+    def test_build_and_jobs_agree_on_the_cache(self):
+        env = " ".join(rest for word, rest in self.steps if word == "ENV")
+        self.assertRegex(env, r"\bCUDAARCHS=75\b")  # no GPU at build time nor in a job
+        self.assertRegex(env, r"\bXDG_CACHE_HOME=/var/cache\b")
+        entrypoint = (ROOT / "integrations" / "prairielearn" / "entrypoint").read_text()
+        self.assertIn(" /cml ", entrypoint)  # the baked repository is one it grades with
+        self.assertIn(".git", self.ignore)
+        self.assertIn("build", self.ignore)
+
+    def test_it_installs_what_the_grader_uses(self):
+        installs = " ".join(rest for word, rest in self.steps
+                            if word == "RUN" and "apt-get install" in rest)
+        for package in ("cmake", "ninja-build", "g++", "binutils", "python3", "catch2",
+                        "bubblewrap", "libseccomp2"):
+            self.assertRegex(installs, rf"(?<![\w.+-]){re.escape(package)}(?![\w.+-])")
+
+    def test_the_guide_says_what_the_jail_needs(self):
+        for option in ("seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"):
+            self.assertIn(f"--security-opt {option}", self.guide)
+        self.assertIn("no jail: bubblewrap cannot make a jail here", self.guide)
+        self.assertIn("cold start", (ROOT / "integrations" / "prairielearn" / "Dockerfile")
+                      .read_text() + self.guide.replace("\n", " "))
 
 
 class ShellcheckTest(unittest.TestCase):
