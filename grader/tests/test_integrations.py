@@ -249,16 +249,68 @@ class PrairieLearnImageTest(unittest.TestCase):
                       .read_text() + self.guide.replace("\n", " "))
 
 
+_SHELL = re.compile(rb"^#!\s*(?:/usr)?/bin/(?:env\s+)?(?:ba|da|k)?sh\b")
+
+
+def shell_scripts(root: Path = ROOT) -> list[Path]:
+    """Every shell script of the repository: a `.sh` file or one whose first line runs a
+    shell, committed (git ls-files) or, without git, on disk outside build trees."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True,
+                             check=True, timeout=60).stdout.decode()
+        files = [root / f for f in out.split("\0") if f]
+    except (OSError, subprocess.SubprocessError):
+        files = [p for p in root.rglob("*") if not {".git", "build", ".grader"} & set(
+            p.relative_to(root).parts)]
+    found = []
+    for path in files:
+        if not path.is_file():
+            continue
+        with open(path, "rb") as f:
+            first = f.readline()
+        if path.suffix == ".sh" or _SHELL.match(first):
+            found.append(path)
+    return sorted(found)
+
+
 class ShellcheckTest(unittest.TestCase):
+    def test_every_script_is_found(self):
+        found = {str(p.relative_to(ROOT)) for p in shell_scripts()}
+        for script in (".ci/run", "integrations/gradescope/setup.sh",
+                       "integrations/gradescope/run_autograder",
+                       "integrations/prairielearn/entrypoint", "tools/gpu_check.sh"):
+            self.assertIn(script, found)
+        self.assertFalse({f for f in found if f.endswith((".py", ".cu", ".md"))})
+
     @unittest.skipUnless(shutil.which("shellcheck"), "shellcheck is not installed "
                          "(apt-get install shellcheck)")
     def test_scripts(self):
-        scripts = [*sorted((ROOT / "tools").glob("*.sh")), ROOT / ".ci" / "run",
-                   ROOT / "integrations" / "gradescope" / "setup.sh",
-                   ROOT / "integrations" / "gradescope" / "run_autograder",
-                   ROOT / "integrations" / "prairielearn" / "entrypoint"]
+        scripts = shell_scripts()
+        self.assertGreaterEqual(len(scripts), 5)
         proc = subprocess.run(["shellcheck", *map(str, scripts)], cwd=ROOT,
                               capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+    @unittest.skipUnless(shutil.which("shellcheck"), "shellcheck is not installed "
+                         "(apt-get install shellcheck)")
+    def test_the_slurm_scripts_the_grader_writes(self):
+        from grader import slurm_job, slurm_options
+        opts = slurm_options.SlurmOptions(partition="gpu", mem="8G", account="course",
+                                          setup_lines=["module load cuda/13.0"])
+        scripts = {
+            "prep.sh": slurm_options.prep_script(opts, "/srv/cml", "/srv/out", ["04_tiled_matmul"],
+                                                 "/srv/cache dir"),
+            "array.sh": slurm_options.array_script(opts, "/srv/cml", "/srv/out", 3,
+                                                   max_parallel=2, dependency="afterok:7"),
+            "job.sh": slurm_job.job_script(opts, "/srv/cml", "/srv/job dir",
+                                           ["check", "04", "--no-gpu"], lock="/srv/lock",
+                                           color=True),
+        }
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, text in scripts.items():
+                (Path(tmp) / name).write_text(text)
+            proc = subprocess.run(["shellcheck", *sorted(scripts)], cwd=tmp,
+                                  capture_output=True, text=True, timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
 
 
