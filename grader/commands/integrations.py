@@ -139,7 +139,8 @@ def grade_upload(platform: str, upload: Path, results: Path, labs_arg: str = "",
         tree = Path(tmp) / "submission"
         tree.mkdir()
         placed = stage_flat(upload, tree, student_files_by_name(labs)) if upload.is_dir() else {}
-        say("files found: " + (", ".join(sorted(placed.values())) or "none of a lab's"))
+        say("files found: " + (", ".join(f"{name} (as {rel})" for rel, name in
+                                          sorted(placed.items())) or "none of a lab's"))
         if not labs_arg:  # the labs whose file was uploaded
             labs = [lab for lab in labs if any(rel.startswith(f"labs/{lab.folder}/")
                                                for rel in placed)]

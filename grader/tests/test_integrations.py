@@ -122,7 +122,7 @@ class FakeTreeTest(unittest.TestCase):
         check_gradescope(self, doc)
         # The log on stdout: the file found, the grader's progress lines, where results.json
         # went with its score; nothing of the table (results.json holds it).
-        self.assertIn(f"files found: labs/{LAB}/{FILE}", proc.stdout)
+        self.assertIn(f"files found: {FILE} (as labs/{LAB}/{FILE})", proc.stdout)
         self.assertIn(f"{LAB}: building your code", proc.stdout)
         self.assertRegex(proc.stdout, r"\n  \[ *\d+\.\d s\] ")
         self.assertIn(f"wrote {root / 'results' / 'results.json'}: score {doc['score']} of ",
