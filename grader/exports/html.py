@@ -30,6 +30,10 @@ from .svg import (BASE, M_BOTTOM, M_TOP, W, esc, fmt_tick, line_chart, nice_tick
 STUDENT, REFERENCE = "#2563eb", "#9ca3af"
 OUTCOME_CLASS = {PASS: "pass", FAIL: "fail", SKIP: "skip", FLAG: "flag"}
 OUTCOME_WORD = {PASS: "✓", FAIL: "✗", SKIP: "–", FLAG: "⚑"}
+# A failed build's compiler output is shown up to this size (a template error can run to
+# thousands of lines; the first errors are the ones to read).
+MAX_LOG_LINES = 400
+MAX_LOG_CHARS = 40_000
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#111827;
@@ -55,6 +59,7 @@ ul.tests{margin:6px 0;padding-left:20px}ul.tests li{margin:2px 0}
 table.parts td:first-child{width:40%}table.parts td:nth-child(2){width:12%}
 table.parts td:nth-child(3){width:9%}
 pre{background:#f3f4f6;padding:8px;overflow-x:auto;font-size:13px}
+pre.log{max-height:32em;overflow:auto;white-space:pre;margin:6px 0}
 .note{background:#fffbeb;border:1px solid #fcd34d;padding:8px 12px}
 footer{color:#6b7280;font-size:12px;margin-top:32px}
 """
@@ -357,11 +362,38 @@ def _lab_section(lab: LabResult) -> list[str]:
                        + (f' <span class="why">— {esc(note)}</span>' if note else "")
                        + "</li>")
         out.append("</ul></details>")
-    errors = lab.build.errors if lab.build is not None else None
-    if errors:
-        out.append("<details open><summary>Compiler errors</summary><pre>"
-                   + esc("\n".join(str(e) for e in errors[:30])) + "</pre></details>")
+    out += compiler_block(lab)
     return out
+
+
+def _cut(text: str) -> tuple[str, str]:
+    """`text` cut to MAX_LOG_LINES lines and MAX_LOG_CHARS characters, and a note saying
+    what was left out ("" when nothing was)."""
+    lines = text.splitlines()
+    shown = "\n".join(lines[:MAX_LOG_LINES])[:MAX_LOG_CHARS]
+    if shown == "\n".join(lines):
+        return text, ""
+    return shown, (f"Cut here: the first {shown.count(chr(10)) + 1} of {len(lines)} lines "
+                   f"({len(shown)} of {len(text)} characters) are shown. Build the lab "
+                   "yourself to read the rest.")
+
+
+def compiler_block(lab: LabResult) -> list[str]:
+    """A failed build's whole compiler output (escaped, scrollable, cut at a sane size with a
+    note), else the error lines result.json kept; nothing when the build did not fail."""
+    build = lab.build
+    if build is None or build.ok:
+        return []
+    text = (build.output or "").strip()
+    title = "Compiler output"
+    if not text:
+        if not build.errors:
+            return []
+        text, title = "\n".join(str(e) for e in build.errors), "Compiler errors"
+    shown, note = _cut(text)
+    return [f"<details open><summary>{title}</summary>"
+            f'<pre class="log">{esc(shown)}</pre>'
+            + (f'<p class="why">{esc(note)}</p>' if note else "") + "</details>"]
 
 
 def to_html(result: GradeResult) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -79,6 +80,10 @@ class NoFileTest(unittest.TestCase):
             check_gradescope(self, doc)
             self.assertEqual(doc["score"], 0.0)
             self.assertIn(FILE, doc["output"])
+            # Gradescope's debug panel shows stdout: what was uploaded and what was written.
+            self.assertIn("the upload holds: README.md", proc.stdout)
+            self.assertIn("no lab to grade", proc.stdout)
+            self.assertIn(f"wrote {root / 'results' / 'results.json'}: score 0.0", proc.stdout)
             grade_root = root / "grade"
             (grade_root / "student").mkdir(parents=True)
             proc = subprocess.run([str(ENTRYPOINT)], env={**os.environ,
@@ -115,6 +120,14 @@ class FakeTreeTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
         doc = json.loads((root / "results" / "results.json").read_text())
         check_gradescope(self, doc)
+        # The log on stdout: the file found, the grader's progress lines, where results.json
+        # went with its score; nothing of the table (results.json holds it).
+        self.assertIn(f"files found: {FILE} (as labs/{LAB}/{FILE})", proc.stdout)
+        self.assertIn(f"{LAB}: building your code", proc.stdout)
+        self.assertRegex(proc.stdout, r"\n  \[ *\d+\.\d s\] ")
+        self.assertIn(f"wrote {root / 'results' / 'results.json'}: score {doc['score']} of ",
+                      proc.stdout)
+        self.assertNotIn("Grade for", proc.stdout)
         return doc
 
     def test_reference_and_skeleton_on_gradescope(self):
@@ -184,16 +197,120 @@ class ActionlintTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
 
 
+class PrairieLearnImageTest(unittest.TestCase):
+    """The external grader image, read line by line (Docker does not run here): the
+    repository copied in and its reference cache filled at build, where every job finds it;
+    the guide says what the jail needs from the container."""
+
+    def setUp(self):
+        from .test_github_runners import dockerfile_instructions
+        here = ROOT / "integrations" / "prairielearn"
+        self.steps = dockerfile_instructions((here / "Dockerfile").read_text())
+        self.ignore = (here / "Dockerfile.dockerignore").read_text().split()
+        self.guide = (ROOT / "docs" / "platforms" / "prairielearn.md").read_text()
+
+    def index(self, word: str, pattern: str) -> int:
+        found = [i for i, (w, rest) in enumerate(self.steps) if w == word
+                 and re.search(pattern, rest)]
+        self.assertTrue(found, f"no {word} matching {pattern!r}")
+        return found[0]
+
+    def test_the_cache_is_filled_after_the_repository_is_copied(self):
+        copy = self.index("COPY", r"^\. /cml$")
+        fill = self.index("RUN", r"python3 -m grader cache fill")
+        self.assertLess(copy, fill)
+        # doctor first: it stops the build where the labs cannot be built
+        self.assertEqual(self.index("RUN", r"python3 -m grader doctor +&& python3 -m grader "
+                                           r"cache fill"), fill)
+        self.assertLess(self.index("WORKDIR", r"^/cml$"), fill)
+        self.assertLess(fill, self.index("CMD", r"/cml-entrypoint/entrypoint"))
+
+    def test_build_and_jobs_agree_on_the_cache(self):
+        env = " ".join(rest for word, rest in self.steps if word == "ENV")
+        self.assertRegex(env, r"\bCUDAARCHS=75\b")  # no GPU at build time nor in a job
+        self.assertRegex(env, r"\bXDG_CACHE_HOME=/var/cache\b")
+        entrypoint = (ROOT / "integrations" / "prairielearn" / "entrypoint").read_text()
+        self.assertIn(" /cml ", entrypoint)  # the baked repository is one it grades with
+        self.assertIn(".git", self.ignore)
+        self.assertIn("build", self.ignore)
+
+    def test_it_installs_what_the_grader_uses(self):
+        installs = " ".join(rest for word, rest in self.steps
+                            if word == "RUN" and "apt-get install" in rest)
+        for package in ("cmake", "ninja-build", "g++", "binutils", "python3", "catch2",
+                        "bubblewrap", "libseccomp2"):
+            self.assertRegex(installs, rf"(?<![\w.+-]){re.escape(package)}(?![\w.+-])")
+
+    def test_the_guide_says_what_the_jail_needs(self):
+        for option in ("seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"):
+            self.assertIn(f"--security-opt {option}", self.guide)
+        self.assertIn("no jail: bubblewrap cannot make a jail here", self.guide)
+        self.assertIn("cold start", (ROOT / "integrations" / "prairielearn" / "Dockerfile")
+                      .read_text() + self.guide.replace("\n", " "))
+
+
+_SHELL = re.compile(rb"^#!\s*(?:/usr)?/bin/(?:env\s+)?(?:ba|da|k)?sh\b")
+
+
+def shell_scripts(root: Path = ROOT) -> list[Path]:
+    """Every shell script of the repository: a `.sh` file or one whose first line runs a
+    shell, committed (git ls-files) or, without git, on disk outside build trees."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True,
+                             check=True, timeout=60).stdout.decode()
+        files = [root / f for f in out.split("\0") if f]
+    except (OSError, subprocess.SubprocessError):
+        files = [p for p in root.rglob("*") if not {".git", "build", ".grader"} & set(
+            p.relative_to(root).parts)]
+    found = []
+    for path in files:
+        if not path.is_file():
+            continue
+        with open(path, "rb") as f:
+            first = f.readline()
+        if path.suffix == ".sh" or _SHELL.match(first):
+            found.append(path)
+    return sorted(found)
+
+
 class ShellcheckTest(unittest.TestCase):
+    def test_every_script_is_found(self):
+        found = {str(p.relative_to(ROOT)) for p in shell_scripts()}
+        for script in (".ci/run", "integrations/gradescope/setup.sh",
+                       "integrations/gradescope/run_autograder",
+                       "integrations/prairielearn/entrypoint", "tools/gpu_check.sh"):
+            self.assertIn(script, found)
+        self.assertFalse({f for f in found if f.endswith((".py", ".cu", ".md"))})
+
     @unittest.skipUnless(shutil.which("shellcheck"), "shellcheck is not installed "
                          "(apt-get install shellcheck)")
     def test_scripts(self):
-        scripts = [*sorted((ROOT / "tools").glob("*.sh")), ROOT / ".ci" / "run",
-                   ROOT / "integrations" / "gradescope" / "setup.sh",
-                   ROOT / "integrations" / "gradescope" / "run_autograder",
-                   ROOT / "integrations" / "prairielearn" / "entrypoint"]
+        scripts = shell_scripts()
+        self.assertGreaterEqual(len(scripts), 5)
         proc = subprocess.run(["shellcheck", *map(str, scripts)], cwd=ROOT,
                               capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+    @unittest.skipUnless(shutil.which("shellcheck"), "shellcheck is not installed "
+                         "(apt-get install shellcheck)")
+    def test_the_slurm_scripts_the_grader_writes(self):
+        from grader import slurm_job, slurm_options
+        opts = slurm_options.SlurmOptions(partition="gpu", mem="8G", account="course",
+                                          setup_lines=["module load cuda/13.0"])
+        scripts = {
+            "prep.sh": slurm_options.prep_script(opts, "/srv/cml", "/srv/out", ["04_tiled_matmul"],
+                                                 "/srv/cache dir"),
+            "array.sh": slurm_options.array_script(opts, "/srv/cml", "/srv/out", 3,
+                                                   max_parallel=2, dependency="afterok:7"),
+            "job.sh": slurm_job.job_script(opts, "/srv/cml", "/srv/job dir",
+                                           ["check", "04", "--no-gpu"], lock="/srv/lock",
+                                           color=True),
+        }
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, text in scripts.items():
+                (Path(tmp) / name).write_text(text)
+            proc = subprocess.run(["shellcheck", *sorted(scripts)], cwd=tmp,
+                                  capture_output=True, text=True, timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
 
 
