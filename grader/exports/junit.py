@@ -108,8 +108,8 @@ def _suite(lab: LabResult, gpu: bool = True, locations: bool = False) -> ET.Elem
         ET.SubElement(case, "system-out").text = xml_text(
             summary + (f"\n{reason}" if reason and outcome == PASS else ""))
 
-    for key, value in counts.items():
-        suite.set(key, str(value))
+    for key, count in counts.items():
+        suite.set(key, str(count))
     suite.set("time", f"{(total_time or lab.wall_seconds):.3f}")
     return suite
 
