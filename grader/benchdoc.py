@@ -19,7 +19,7 @@ from typing import Any
 from .result import BenchSummary
 
 
-def number(d: dict, *keys: str) -> float | None:
+def number(d: Any, *keys: str) -> float | None:
     for k in keys:
         if not isinstance(d, dict):
             return None
@@ -219,7 +219,7 @@ def recompute(doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                             f"{len(cand)}")
             continue
         ratios = pair_ratios(base, cand)
-        speedup = comp.get("speedup") if isinstance(comp.get("speedup"), dict) else {}
+        speedup: Any = comp.get("speedup") if isinstance(comp.get("speedup"), dict) else {}
         claimed = speedup.get("samples")
         if not isinstance(claimed, list) or len(claimed) != len(ratios):
             count = len(claimed) if isinstance(claimed, list) else "no"

@@ -255,8 +255,8 @@ def rows_of_call(rows: list[dict[str, Any]], call: str) -> list[dict[str, Any]] 
     every launch). None when the rows do not say their ranges."""
     if call == "any":
         return rows
-    stacks = [nvtx_stack(row) for row in rows]
-    if any(stack is None for stack in stacks):
+    stacks = [stack for row in rows if (stack := nvtx_stack(row)) is not None]
+    if len(stacks) != len(rows):
         return None
     mine = CALL_RANGES[call]
     other = CALL_RANGES["baseline" if call == "candidate" else "candidate"]
@@ -425,7 +425,7 @@ def _value(rows: list[dict[str, Any]], metric: Metric) -> tuple[float | None, st
     if total is None or per is None:
         missing = metric.metric if total is None else metric.per
         raise _NotMeasured(f"Not measured: ncu reported no value of {missing}.")
-    if per == 0:
+    if per == 0 and metric.per:  # per is 1 without metric.per
         return None, (f"No {_counted(metric.per)} was measured in the profiled call "
                       f"({metric.per} = 0), so there is nothing to judge.")
     return total / per, ""
@@ -462,7 +462,7 @@ def kernel_values(rows: list[dict[str, Any]], metric: Metric,
     mean over its launches weighted by their time), divided by `divisor`; with its launches,
     its share of the call's work (of the denominator; for an average, of the time) and
     whether that share makes it significant (at least SIGNIFICANT_SHARE)."""
-    out = []
+    out: list[dict[str, Any]] = []
     for name, launches in parsers.ncu_by_kernel(rows):
         value = parsers.ncu_aggregate(launches, metric.metric)
         if metric.per:
@@ -631,8 +631,8 @@ def performance(perf: Performance, ctx: Context) -> BenchRuns:
         return BenchRuns(unmeasured="Not measured: the bench was not built.")
     reference, why_ref, _ = run_bench(reference_bin, perf.bench_args, ctx, trusted=True)
     student, why_student, _ = run_bench(student_bin, perf.bench_args, ctx, trusted=False)
-    runs = BenchRuns(Timing(perf.comparison, perf.bench_args))
-    timing = runs.timing
+    timing = Timing(perf.comparison, perf.bench_args)
+    runs = BenchRuns(timing)
     if reference is None:
         runs.unmeasured = f"Not measured: the reference bench did not run ({why_ref})."
         return runs

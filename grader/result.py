@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 SCHEMA = "cml-result/1"
 
@@ -59,6 +59,8 @@ class PartResult:
 class _Record:
     """A typed record that code written against the earlier plain dicts can still read and
     set by key (record["ok"], record.get("errors")); new code uses the fields."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # set by @dataclass on each record
 
     def get(self, key: str, default: Any = None) -> Any:
         value = getattr(self, key, None) if key in self.__dataclass_fields__ else None

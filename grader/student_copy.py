@@ -21,7 +21,7 @@ import re
 
 from . import course as course_file
 from .catch_spec import spec_matches
-from .paths import LAB_DIR_RE
+from .paths import lab_name_parts
 from .rubric import tomllib as _tomllib  # tomllib, or tomli on Python 3.10
 
 TEMPLATES = "docs/student"  # left out of the copy itself (release.EXCLUDE)
@@ -78,7 +78,7 @@ def render_readme(tree, labs: list[str]) -> str:
     need = presets.get("cmakeMinimumRequired", {})
     rows = []
     for folder in labs:
-        topic = LAB_DIR_RE.match(folder).group(2)
+        topic = lab_name_parts(folder)[1]
         title = _tomllib.loads(tree.text(f"labs/{folder}/grading.toml") or "").get(
             "lab", {}).get("title", topic)
         rows.append(f"| {folder[:2]} | [{title}](handouts/{folder}.md) | "
@@ -86,7 +86,7 @@ def render_readme(tree, labs: list[str]) -> str:
     example = "04_tiled_matmul" if "04_tiled_matmul" in labs else labs[0]
     course = course_file.parse(tree.text(str(course_file.COURSE_FILE)) or "")
     values = {"LAB_ROWS": "\n".join(rows), "EX_NN": example[:2], "EX_FOLDER": example,
-              "EX_TOPIC": LAB_DIR_RE.match(example).group(2), "BUILD_TIME": BUILD_TIME,
+              "EX_TOPIC": lab_name_parts(example)[1], "BUILD_TIME": BUILD_TIME,
               "CHECK_TIME": CHECK_TIME,
               "CMAKE_MIN": f"{need.get('major', 3)}.{need.get('minor', 25)}",
               "GPU_PATH": GPU_PATH_TEXT[course.gpu_path]}

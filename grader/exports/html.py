@@ -180,9 +180,9 @@ def bench_side(lab: LabResult, side: str) -> dict[str, Any]:
     """The `cases` (list), `metrics` (dict) and `plots` (list) of one side ("student" or
     "reference") of a lab's bench, from lab.timing[side]; empty when not kept."""
     d = _side(lab, side)
-    cases = d.get("cases") if isinstance(d.get("cases"), list) else []
-    metrics = d.get("metrics") if isinstance(d.get("metrics"), dict) else {}
-    plots = d.get("plots") if isinstance(d.get("plots"), list) else []
+    cases: list[Any] = d["cases"] if isinstance(d.get("cases"), list) else []
+    metrics: dict[str, Any] = d["metrics"] if isinstance(d.get("metrics"), dict) else {}
+    plots: list[Any] = d["plots"] if isinstance(d.get("plots"), list) else []
     return {"cases": {c.get("name"): c for c in cases if isinstance(c, dict)},
             "metrics": metrics,
             "plots": [p for p in plots if isinstance(p, dict) and isinstance(p.get("id"), str)
@@ -211,7 +211,7 @@ def _value(ref: dict, side: dict[str, Any]) -> float | None:
     return None
 
 
-def _text(spec: dict, *keys: str) -> str:
+def _text(spec: Any, *keys: str) -> str:
     for key in keys:
         spec = spec.get(key) if isinstance(spec, dict) else None
     return spec if isinstance(spec, str) else ""
@@ -228,33 +228,35 @@ def lab_plots(lab: LabResult) -> list[tuple[str, str]]:
     plots = []
     for plot_id, spec in specs.items():
         log2x = _text(spec, "x", "scale") == "log2"
-        series, labels, ceiling = [], {}, None
+        series: list[tuple[str, str, list[tuple[float, float, str]]]] = []
+        labels: dict[float, str] = {}
+        ceiling: tuple[str, float] | None = None
         for who, color, side in sides:
             mine = next((p for p in side["plots"] if p["id"] == plot_id), None)
             if mine is None:
                 continue
-            pts = []
+            pts: list[tuple[float, float, str]] = []
             for point in mine["points"]:
                 x, y = _num(point.get("x")) if isinstance(point, dict) else None, None
                 if x is not None and not (log2x and x <= 0):
                     y = _value(point, side)
-                if y is not None:
+                if x is not None and y is not None:  # y is only read where x is a number
                     pts.append((x, y, _text(point, "label")))
             if pts:
                 series.append((who, color, pts))
                 if not labels:
                     labels = {x: label for x, _, label in pts if label}
             ref = mine.get("ceiling")
-            if ceiling is None and isinstance(ref, dict) and _value(ref, side) is not None:
-                ceiling = (_text(ref, "label") or str(ref.get("case")), _value(ref, side))
+            if ceiling is None and isinstance(ref, dict) and (top := _value(ref, side)) is not None:
+                ceiling = (_text(ref, "label") or str(ref.get("case")), top)
         if not series:
             continue
         title = f"Lab {lab_number(lab)}: {_text(spec, 'title') or plot_id}"
         caption = _text(spec, "caption")
         x_label, y_label = _text(spec, "x", "label"), _text(spec, "y", "label")
         if spec.get("style") == "dots":
-            x = spec.get("x") if isinstance(spec.get("x"), dict) else {}
-            lo, hi = _num(x.get("min")), _num(x.get("max"))
+            axis = spec.get("x") if isinstance(spec.get("x"), dict) else {}
+            lo, hi = _num(axis.get("min")), _num(axis.get("max"))
             svg = scatter_chart(title, caption, x_label, y_label, series,
                                 (lo, hi) if lo is not None and hi is not None and hi > lo
                                 else None)

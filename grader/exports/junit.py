@@ -110,8 +110,8 @@ def _suite(lab: LabResult, gpu: bool = True, locations: bool = False) -> ET.Elem
             summary + (f"\n{reason}" if reason and outcome == PASS else "")
             + (f"\n{sol.text()}" if sol is not None else ""))
 
-    for key, value in counts.items():
-        suite.set(key, str(value))
+    for key, count in counts.items():
+        suite.set(key, str(count))
     suite.set("time", f"{(total_time or lab.wall_seconds):.3f}")
     return suite
 

@@ -58,7 +58,9 @@ def _linked_targets(job: LabJob) -> list[str]:
 def _cached_links(jobs: list[LabJob]) -> dict[str, workspace.BuildOutcome]:
     """The student-linked executables of the labs whose entry holds their links, linked
     from it, every lab at once (grader/linking.py), each within its build time limit."""
-    trees = jobs[0].trees if jobs else None
+    if not jobs:
+        return {}
+    trees = jobs[0].trees
     work = [(job.lab, trees.references[job.lab.folder].path, trees.links[job.lab.folder],
              job.build_timeout) for job in jobs if job.lab.folder in trees.links]
     return linking.link_labs(work, trees.build_env) if work else {}

@@ -69,6 +69,7 @@ def _stretch(job: LabJob, ctx: measure.Context, tested: TestRuns, full_groups: s
     """The [stretch] part: its speed comes from the bench run above; its sanitizer cases
     run here, under the [memory_safety] tools, once its `requires` groups are at full marks."""
     stretch, ms = job.rubric.stretch, job.rubric.memory_safety
+    assert stretch is not None  # called for a rubric with [stretch] only
     sanitizer = None
     if stretch.sanitizer_tests and ms and not scoring.missing_groups(stretch.requires,
                                                                      full_groups):
