@@ -158,8 +158,8 @@ def terminal_table(result: GradeResult, color: bool | None = None) -> str:
                 tag = {SKIP: "not graded" if p.status == "not_graded" else "not measured",
                        FLAG: "review"}.get(outcome, "")
                 label = f"{p.name}" + (f" [{tag}]" if tag else "")
-                color = _points_color(p.points, p.max_points, outcome)
-                lines.append(f"    {_paint(f'{pts:>14}', color, on)}  {label}: {reason}")
+                shade = _points_color(p.points, p.max_points, outcome)
+                lines.append(f"    {_paint(f'{pts:>14}', shade, on)}  {label}: {reason}")
             sol = part_speed_of_light(p)
             if sol is not None:  # a fraction shown under the speed part, worth no points
                 lines.append(f"    {'':>14}  {sol.text()}")
