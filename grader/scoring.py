@@ -387,6 +387,9 @@ def performance_part(perf: "Performance", runs: "BenchRuns",
     part = PartResult("performance", "Performance", NOT_MEASURED, 0.0, perf.points)
     if runs.unmeasured:
         part.reason = runs.unmeasured
+        if runs.no_reference and runs.timing is not None and runs.timing.student_speedup:
+            part.details = {"student_speedup": runs.timing.student_speedup,
+                            **speed_of_light(perf.comparison, runs)}
         return part
     part.status = GRADED
     if runs.failed:
@@ -437,8 +440,8 @@ def speed_of_light(comparison: str, runs: "BenchRuns") -> dict[str, Any]:
     details, or {}: only for a student's document that agreed with its own samples and
     whose timed kernel did the work (its output verified, a kernel launched in every timed
     call, no review flag from the host-time cross-check). A figure, never points."""
-    if (runs.altered or runs.failed or runs.unmeasured or runs.output_problem
-            or runs.launch_problem or runs.review_problem):
+    if (runs.altered or runs.failed or (runs.unmeasured and not runs.no_reference)
+            or runs.output_problem or runs.launch_problem or runs.review_problem):
         return {}
     record = benchdoc.speed_of_light(comparison, runs.student_doc, runs.reference_doc)
     return {"speed_of_light": record.to_dict()} if record is not None else {}

@@ -32,7 +32,8 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
     rubric, trees = job.rubric, job.trees
     ctx = measure.Context(place.run_dir, trees.run_env, trees.identity, job.seed,
                           job.test_timeout, place.binaries.get, jail=place.jail,
-                          deadline=time.monotonic() + STAGE_BUDGET * job.test_timeout)
+                          deadline=time.monotonic() + STAGE_BUDGET * job.test_timeout,
+                          has_reference=job.lab.solution_dir.is_dir())
     folder = job.lab.folder
     ms = rubric.memory_safety
     if ms:

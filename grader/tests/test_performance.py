@@ -269,6 +269,40 @@ class PerformanceTest(unittest.TestCase):
         self.assertEqual(part.status, REVIEW)
         self.assertGreater(part.details["speed_of_light"]["student_fraction"], 1.1)
 
+    def student_copy(self, student: dict, solutions: bool = False):
+        """The student's bench alone, as in a student copy: no bench_solution binary."""
+        ctx = measure.Context(run_dir=Path(self.tmp.name), env={}, identity=None, seed=7,
+                              timeout=60, binary={"bench_student": Path("s")}.get,
+                              has_reference=solutions)
+        calls = []
+
+        def fake_run(binary, args, ctx, trusted):
+            calls.append(trusted)
+            return copy.deepcopy(student), "", None
+
+        perf = self.rubric.performance
+        with mock.patch.object(measure, "run_bench", fake_run):
+            runs = measure.performance(perf, ctx)
+        return scoring.performance_part(perf, runs, {GROUP}), calls
+
+    def test_a_student_copy_times_the_students_bench_alone(self):
+        part, calls = self.student_copy(self.with_limits(load("verified.json")))
+        self.assertEqual(calls, [False])  # only the student's bench, untrusted
+        self.assertEqual((part.status, part.points), (NOT_MEASURED, 0.0))
+        self.assertIn("no reference solution", part.reason)
+        self.assertRegex(part.reason, r"your kernel ran \d+\.\d\dx the baseline's speed")
+        self.assertGreater(part.details["student_speedup"], 1.0)
+        sol = benchdoc.SpeedOfLight.from_dict(part.details["speed_of_light"])
+        self.assertEqual((sol.limits_from, sol.reference_fraction), ("student", None))
+        # a wrong timed output is said, and no figure is kept
+        wrong = self.with_limits(load("verified.json"))
+        wrong["comparisons"][0]["candidate"]["verification"]["passed"] = False
+        part, _ = self.student_copy(wrong)
+        self.assertNotIn("speed_of_light", part.details)
+        # where solutions/ exists, a missing reference bench is the grader's problem
+        part, calls = self.student_copy(load("verified.json"), solutions=True)
+        self.assertEqual((calls, part.reason), ([], "Not measured: the bench was not built."))
+
     def test_no_speed_of_light_where_the_timing_is_not_believed(self):
         altered = self.with_limits(load("verified.json"))
         altered["comparisons"][0]["speedup"]["median"] = 15.4
@@ -353,7 +387,8 @@ class GpuSectionTest(unittest.TestCase):
             metrics=[Metric(name="m", metric="x.sum", points=0)], stretch=None)
         job = SimpleNamespace(
             rubric=rubric, seed=7, test_timeout=60, has_gpu=True, gpu_section=section,
-            say=lambda text: None, lab=SimpleNamespace(folder="04_tiled_matmul"),
+            say=lambda text: None, lab=SimpleNamespace(folder="04_tiled_matmul",
+                                                    solution_dir=Path("/")),
             trees=SimpleNamespace(run_env={}, identity=None))
         place = RunPlace(Path("/run"), None, {})
         case = Case("small", ("lab04", "gpu", "s"))
