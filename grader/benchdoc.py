@@ -6,18 +6,20 @@ behind those verdicts: docs/architecture.md, "The timing protocol".
 The grader believes a document's samples, never its summaries: `recompute` derives every
 summary the scoring reads from the raw samples and lists where the document disagrees with
 them, and `floor_check` holds the candidate's time against the least time the GPU needs to
-do the comparison's work (grader/README.md, "Scoring")."""
+do the comparison's work (grader/README.md, "Scoring"); `speed_of_light` says how near the
+kernels come to that limit (a fraction shown beside the score, worth no points)."""
 
 from __future__ import annotations
 
 import copy
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from .result import BenchSummary
 
 
-def number(d: dict, *keys: str) -> float | None:
+def number(d: Any, *keys: str) -> float | None:
     for k in keys:
         if not isinstance(d, dict):
             return None
@@ -217,7 +219,7 @@ def recompute(doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                             f"{len(cand)}")
             continue
         ratios = pair_ratios(base, cand)
-        speedup = comp.get("speedup") if isinstance(comp.get("speedup"), dict) else {}
+        speedup: Any = comp.get("speedup") if isinstance(comp.get("speedup"), dict) else {}
         claimed = speedup.get("samples")
         if not isinstance(claimed, list) or len(claimed) != len(ratios):
             count = len(claimed) if isinstance(claimed, list) else "no"
@@ -354,3 +356,123 @@ def floor_check(name: str, student: dict | None, reference: dict | None,
     if ms is None or ms >= floor["ms"] / margin:
         return None, details
     return floor_text(ms, floor), details
+
+
+# --- the speed of light ---------------------------------------------------------------------
+
+# What each limit is called, its unit, and the verb of a kernel that works at it.
+_LIMIT_WORDS = {"bytes": ("copy bandwidth", "moves", [(1e3, "TB/s"), (0.0, "GB/s")]),
+                "flop": ("FP32 peak", "does", [(1e3, "TFLOP/s"), (0.0, "GFLOP/s")])}
+
+
+def rate_text(gigas: float, bound: str) -> str:
+    """A rate given in GB/s (bound "bytes") or GFLOP/s ("flop"), in the unit that reads best:
+    "812 GB/s", "2.31 TB/s", "9.40 TFLOP/s" (rounded first, so 999.97 GB/s is "1.00 TB/s")."""
+    return _scaled(float(f"{gigas:.3g}"), _LIMIT_WORDS[bound][2])
+
+
+def percent_text(fraction: float) -> str:
+    """A fraction as a whole percentage: "82 %"."""
+    return f"{fraction * 100:.0f} %"
+
+
+def _finite(value: Any, positive: bool = False) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        return None
+    return float(value)
+
+
+@dataclass
+class SpeedOfLight:
+    """How near the scored comparison's kernels come to the GPU's measured limit: the limit
+    that binds the work (`bound` "bytes": the copy bandwidth, in GB/s; "flop": the FP32 peak,
+    in GFLOP/s), the rate each side's median time achieves on that work, and each rate as a
+    fraction of the limit. A figure for the student to read, never a score."""
+
+    bound: str  # "bytes" or "flop": whichever limit's floor is the longer (physical_floor)
+    limit: float  # the measured copy bandwidth (GB/s) or FP32 rate (GFLOP/s)
+    work: float  # the bytes moved or flop done by one run of the comparison
+    student_rate: float  # GB/s or GFLOP/s at the student's median time
+    student_fraction: float  # student_rate / limit
+    reference_rate: float | None = None  # the same of the reference's run; None without one
+    reference_fraction: float | None = None
+    limits_from: str = "reference"  # whose bench measured the limits: "reference", "student"
+
+    @property
+    def unit(self) -> str:
+        return "GB/s" if self.bound == "bytes" else "GFLOP/s"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"bound": self.bound, "unit": self.unit, "limit": self.limit, "work": self.work,
+                "student_rate": self.student_rate, "student_fraction": self.student_fraction,
+                "reference_rate": self.reference_rate,
+                "reference_fraction": self.reference_fraction,
+                "limits_from": self.limits_from}
+
+    @staticmethod
+    def from_dict(data: Any) -> "SpeedOfLight | None":
+        """The record kept in result.json, or None when `data` is not one (absent, from an
+        older grader, or edited into something else)."""
+        if not isinstance(data, dict) or data.get("bound") not in _LIMIT_WORDS:
+            return None
+        limit, work = _finite(data.get("limit"), True), _finite(data.get("work"), True)
+        rate, fraction = _finite(data.get("student_rate")), _finite(data.get("student_fraction"))
+        if limit is None or work is None or rate is None or fraction is None:
+            return None
+        ref_rate = _finite(data.get("reference_rate"))
+        ref_fraction = _finite(data.get("reference_fraction"))
+        if ref_rate is None or ref_fraction is None:
+            ref_rate = ref_fraction = None
+        source = data.get("limits_from")
+        return SpeedOfLight(data["bound"], limit, work, rate, fraction, ref_rate, ref_fraction,
+                            source if source in ("reference", "student") else "reference")
+
+    def text(self) -> str:
+        """"Speed of light: your kernel moves 2.31 TB/s, 82 % of this GPU's measured copy
+        bandwidth (2.81 TB/s); the reference 91 %." (the reference's part only with its
+        run)."""
+        name, verb, _ = _LIMIT_WORDS[self.bound]
+        line = (f"Speed of light: your kernel {verb} {rate_text(self.student_rate, self.bound)}, "
+                f"{percent_text(self.student_fraction)} of this GPU's measured {name} "
+                f"({rate_text(self.limit, self.bound)})")
+        if self.reference_fraction is not None:
+            line += f"; the reference {percent_text(self.reference_fraction)}"
+        return line + "."
+
+
+def speed_of_light(name: str, student: dict | None,
+                   reference: dict | None) -> SpeedOfLight | None:
+    """Comparison `name`'s kernels against the GPU's measured limit, from the student's and
+    the reference's bench documents, both as `recompute` restated them (the caller gives the
+    student's only when it agreed with its samples: a refused document has no figure).
+
+    The limits and the work are taken as floor_check takes them: the limits from the
+    reference's document when it has them (the grader's own bench on the same GPU), else
+    from the student's; the work from the reference's comparison, else the student's. The
+    limit that binds is physical_floor's (the one whose floor is the longer), and each
+    side's rate is that work over its candidate's median time. None when there is no
+    limit or no work a limit bounds, or no median time of the student's."""
+    comp, ref_comp = _named(student, name), _named(reference, name)
+    if comp is None:
+        return None
+    limits = _limits(reference) or _limits(student)
+    source = ref_comp if ref_comp is not None else comp
+    floor = physical_floor(source.get("candidate"), limits)
+    if floor is None:
+        return None
+    bound = floor["bound"]
+    work = floor[bound]
+    limit = floor["copy_gbytes_per_s"] if bound == "bytes" else floor["fp32_gflops"]
+
+    def rate(c: dict | None) -> float | None:
+        ms = _finite(number(c or {}, "candidate", "ms", "median"), True)
+        return work / ms * 1e-6 if ms is not None else None  # GB/s or GFLOP/s
+
+    student_rate, reference_rate = rate(comp), rate(ref_comp)
+    if student_rate is None:
+        return None
+    return SpeedOfLight(bound, limit, work, student_rate, student_rate / limit, reference_rate,
+                        None if reference_rate is None else reference_rate / limit,
+                        "reference" if _limits(reference) else "student")

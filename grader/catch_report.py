@@ -59,8 +59,8 @@ def parse_catch_xml(text: str) -> list[CaseResult]:
                 if not passed and node.text:
                     messages.append(node.text.strip())
         seconds = None
-        if overall is not None and overall.get("durationInSeconds"):
-            seconds = float(overall.get("durationInSeconds"))
+        if overall is not None and (duration := overall.get("durationInSeconds")):
+            seconds = float(duration)
         tags = list(parse_tags(tc.get("tags", "")))
         cases.append(CaseResult(tc.get("name", ""), tags, passed,
                                 [m for m in messages if m], tc.get("filename", ""),

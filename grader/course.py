@@ -73,7 +73,7 @@ def parse(text: str) -> Course:
     if unknown:
         raise CourseError(f"{COURSE_FILE}: [slurm] has unknown key(s) {', '.join(unknown)}")
 
-    def text(key: str) -> str | None:
+    def setting(key: str) -> str | None:
         value = str(table.get(key, getattr(base, key)) or "").strip()
         return value or None
 
@@ -84,11 +84,11 @@ def parse(text: str) -> Course:
         return list(value)
 
     try:
-        slurm = SlurmDefaults(partition=text("partition"), account=text("account"),
-                              gres=text("gres") or "none", cpus=int(table.get("cpus", base.cpus)),
-                              mem=text("mem"),
+        slurm = SlurmDefaults(partition=setting("partition"), account=setting("account"),
+                              gres=setting("gres") or "none",
+                              cpus=int(table.get("cpus", base.cpus)), mem=setting("mem"),
                               time_minutes=int(table.get("time_minutes", base.time_minutes)),
-                              setup=strings("setup"), python=text("python") or base.python,
+                              setup=strings("setup"), python=setting("python") or base.python,
                               sbatch=strings("sbatch"))
     except (TypeError, ValueError) as err:
         raise CourseError(f"{COURSE_FILE}: [slurm]: {err}") from err

@@ -21,6 +21,7 @@ import tarfile
 from dataclasses import dataclass
 from datetime import datetime, time as dtime
 from pathlib import Path
+from typing import Mapping
 
 
 class DeadlineError(ValueError):
@@ -45,7 +46,7 @@ def parse_time(text: str) -> datetime:
 
 
 def deadline_for(student: str, deadline: datetime | str | None,
-                 extensions: dict[str, datetime | str] | None = None) -> datetime | None:
+                 extensions: Mapping[str, datetime | str] | None = None) -> datetime | None:
     """The student's deadline: their extension when they have one, else the batch's."""
     chosen = (extensions or {}).get(student, deadline)
     if chosen is None or chosen == "":
@@ -105,7 +106,9 @@ def export_commit(repo: Path, sha: str, dest: Path) -> Path:
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         members = [m for m in tar.getmembers() if m.isfile() or m.isdir()]
         if hasattr(tarfile, "data_filter"):
-            tar.extractall(dest, members=members, filter="data")
+            # The filter argument exists wherever tarfile.data_filter does (3.12, and the
+            # security releases of 3.10 and 3.11), which older stubs do not know.
+            tar.extractall(dest, members=members, filter="data")  # type: ignore[call-arg]
         else:  # Python < 3.12 without the backported filter: regular files and folders only
             tar.extractall(dest, members=[m for m in members
                                           if not Path(m.name).is_absolute()
@@ -223,6 +226,7 @@ def pin_submission(path: Path, dest: Path, deadline: datetime | None,
         return Pinned(path, None, None, deadline.isoformat() if deadline else None,
                       lateness(None, deadline, policy) if deadline else Lateness(0, 1, ""))
     when = deadline.isoformat() if deadline else None
+    commit: Commit | None
     if deadline is None or policy.grades_newest:
         commit = commit_info(path, "HEAD")
         ignored = 0

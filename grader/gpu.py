@@ -130,13 +130,15 @@ class GpuPool:
             if self._held is None:
                 self.locks[self.prefer]._acquire(stage)
                 self._held = self.prefer
+        held = self._held
+        assert held is not None  # set by the outermost section
         self._depth += 1
         try:
-            yield self.devices[self._held][0]
+            yield self.devices[held][0]
         finally:
             self._depth -= 1
             if self._depth == 0:
-                self.locks[self._held]._release()
+                self.locks[held]._release()
                 self._held = None
 
 

@@ -136,7 +136,8 @@ def sim_ranking(texts: dict[str, str], min_percent: int = 20, run: int = 24
         a, pct, b = match[1], int(match[2]), match[3]
         if a == b:
             continue
-        key = tuple(sorted((a, b)))
+        first, second = sorted((a, b))
+        key = (first, second)
         best[key] = max(best.get(key, 0), pct)
     ranked = [(a, b, p) for (a, b), p in best.items() if p >= min_percent]
     return sorted(ranked, key=lambda x: (-x[2], x[0], x[1]))

@@ -81,6 +81,7 @@ class Secrets:
         if lab.build is not None:
             lab.build.errors = _scrub_value(lab.build.errors, self)
             lab.build.test_runs = _scrub_value(lab.build.test_runs, self)
+            lab.build.output = self.scrub(lab.build.output)
 
 
 def _scrub_value(value, secrets: Secrets):

@@ -98,7 +98,9 @@ def save(build: Path, lab: LabPaths, dest: Path) -> dict[str, str]:
         if workspace.binary(build, lab, kind) is None:
             continue
         command = recorded_command(build, f"{lab.tag}_{kind}")
-        argv = command and rewrite(command, skeleton, "STUDENT", "OUT")
+        if not command:
+            return {}
+        argv = rewrite(command, skeleton, "STUDENT", "OUT")
         if not argv:
             return {}
         commands[kind] = command

@@ -45,6 +45,9 @@ class Context:
     # time.monotonic() after which no more GPU work of this lab may start: one submission
     # can never hold the GPU (and a batch's GPU lock) past the lab's GPU time limit
     deadline: float = math.inf
+    # False where the checkout has no reference solution (a student copy): the speed part
+    # times the student's bench alone, for feedback (student_only).
+    has_reference: bool = True
 
     def limit(self, seconds: float) -> float:
         """A stage's time limit, cut to what is left of the lab's GPU time (at least 1 s, so
@@ -255,8 +258,8 @@ def rows_of_call(rows: list[dict[str, Any]], call: str) -> list[dict[str, Any]] 
     every launch). None when the rows do not say their ranges."""
     if call == "any":
         return rows
-    stacks = [nvtx_stack(row) for row in rows]
-    if any(stack is None for stack in stacks):
+    stacks = [stack for row in rows if (stack := nvtx_stack(row)) is not None]
+    if len(stacks) != len(rows):
         return None
     mine = CALL_RANGES[call]
     other = CALL_RANGES["baseline" if call == "candidate" else "candidate"]
@@ -425,7 +428,7 @@ def _value(rows: list[dict[str, Any]], metric: Metric) -> tuple[float | None, st
     if total is None or per is None:
         missing = metric.metric if total is None else metric.per
         raise _NotMeasured(f"Not measured: ncu reported no value of {missing}.")
-    if per == 0:
+    if per == 0 and metric.per:  # per is 1 without metric.per
         return None, (f"No {_counted(metric.per)} was measured in the profiled call "
                       f"({metric.per} = 0), so there is nothing to judge.")
     return total / per, ""
@@ -462,7 +465,7 @@ def kernel_values(rows: list[dict[str, Any]], metric: Metric,
     mean over its launches weighted by their time), divided by `divisor`; with its launches,
     its share of the call's work (of the denominator; for an average, of the time) and
     whether that share makes it significant (at least SIGNIFICANT_SHARE)."""
-    out = []
+    out: list[dict[str, Any]] = []
     for name, launches in parsers.ncu_by_kernel(rows):
         value = parsers.ncu_aggregate(launches, metric.metric)
         if metric.per:
@@ -622,17 +625,63 @@ class BenchRuns:
     # figures disagree with its samples): no points, flagged for review.
     altered: str | None = None
     disagreements: list[str] = field(default_factory=list)  # every one found
+    # No reference to time against (the student copy has no solutions/): the student's own
+    # bench ran for feedback, its figures kept beside a part that is not measured.
+    no_reference: bool = False
+
+
+NO_REFERENCE = ("Not measured here: this copy has no reference solution to time your kernel "
+                "against, so the speed points are the course grader's to give.")
+
+
+def student_only(perf: Performance, ctx: Context, student_bin: Path) -> BenchRuns:
+    """The student's bench alone, where there is no reference (a student copy): never
+    points, but the speedup over the baseline and the speed of light on this GPU, in the
+    part's reason and details, so a check on a GPU still says how fast the kernel is."""
+    runs = BenchRuns(Timing(perf.comparison, perf.bench_args), unmeasured=NO_REFERENCE,
+                     no_reference=True)
+    student, why, _ = run_bench(student_bin, perf.bench_args, ctx, trusted=False)
+    if student is None:
+        runs.unmeasured += f" Your bench did not finish ({why})."
+        return runs
+    student, disagreements = benchdoc.recompute(student)
+    if benchdoc.altered_problem(disagreements):
+        runs.unmeasured += " Your bench's result disagrees with its own samples."
+        return runs
+    try:
+        comp = parsers.comparison(student, perf.comparison)
+    except ValueError as err:
+        runs.unmeasured += f" {err}"
+        return runs
+    timing = runs.timing
+    assert timing is not None
+    runs.student_doc = student
+    timing.student = benchdoc.summary(comp, student)
+    timing.student_speedup = benchdoc.number(comp, "speedup", "median")
+    timing.device = student.get("device")
+    runs.output_problem = benchdoc.timed_output_problem(comp)
+    runs.launch_problem = benchdoc.launch_problem(comp)
+    runs.review_problem = benchdoc.review_problem(comp)
+    problem = runs.output_problem or runs.launch_problem or runs.review_problem
+    if problem:
+        runs.unmeasured += f" Your timed run: {problem}"
+    elif timing.student_speedup:
+        runs.unmeasured += (f" On this GPU your kernel ran {timing.student_speedup:.2f}x the "
+                            "baseline's speed.")
+    return runs
 
 
 def performance(perf: Performance, ctx: Context) -> BenchRuns:
     """Both benches with [performance].bench_args; the comparison named by the rubric."""
     student_bin, reference_bin = ctx.binary("bench_student"), ctx.binary("bench_solution")
+    if student_bin is not None and reference_bin is None and not ctx.has_reference:
+        return student_only(perf, ctx, student_bin)
     if student_bin is None or reference_bin is None:
         return BenchRuns(unmeasured="Not measured: the bench was not built.")
     reference, why_ref, _ = run_bench(reference_bin, perf.bench_args, ctx, trusted=True)
     student, why_student, _ = run_bench(student_bin, perf.bench_args, ctx, trusted=False)
-    runs = BenchRuns(Timing(perf.comparison, perf.bench_args))
-    timing = runs.timing
+    timing = Timing(perf.comparison, perf.bench_args)
+    runs = BenchRuns(timing)
     if reference is None:
         runs.unmeasured = f"Not measured: the reference bench did not run ({why_ref})."
         return runs

@@ -331,9 +331,9 @@ def ncu_aggregate(rows: list[dict[str, Any]], metric: str) -> float | None:
         return None
     if metric.endswith(".sum"):
         return sum(v for v, _ in pairs)
-    weights = [w for _, w in pairs]
-    if all(w is not None and w > 0 for w in weights):
-        return sum(v * w for v, w in pairs) / sum(weights)
+    weights = [w for _, w in pairs if w is not None and w > 0]
+    if len(weights) == len(pairs):
+        return sum(v * w for (v, _), w in zip(pairs, weights)) / sum(weights)
     return sum(v for v, _ in pairs) / len(pairs)
 
 

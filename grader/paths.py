@@ -11,6 +11,15 @@ ROOT = Path(__file__).resolve().parent.parent
 LAB_DIR_RE = re.compile(r"^(\d\d)_([a-z0-9_]+)$")
 
 
+def lab_name_parts(folder: str) -> tuple[str, str]:
+    """(number, topic) of a lab folder's name: "04_tiled_matmul" -> ("04", "tiled_matmul");
+    a ValueError for a name that is not NN_topic."""
+    m = LAB_DIR_RE.match(folder)
+    if m is None:
+        raise ValueError(f"'{folder}' is not a lab folder name (NN_topic)")
+    return m.group(1), m.group(2)
+
+
 @dataclass(frozen=True)
 class LabPaths:
     """The folders and files of one lab."""

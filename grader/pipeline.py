@@ -117,7 +117,8 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
                                            "not configure the build; nothing was graded."))
         return
     src = ready.trees.src
-    jobs, seconds = [], []
+    jobs: list[LabJob] = []
+    seconds: list[dict[str, float]] = []
     for lab in ready.labs:
         rubric = ready.rubrics[lab.folder]
         seconds.append({})

@@ -242,7 +242,7 @@ def apply_overrides(result: dict, student: str, overrides: list[Override]
         lab = next((x for x in out.get("labs", []) if _lab_matches(x["lab"], o.lab)), None)
         part = None if lab is None else next(
             (p for p in lab["parts"] if p["name"].lower() == o.part.lower()), None)
-        if part is None:
+        if lab is None or part is None:
             raise RegradeError(f"overrides.csv:{o.line}: {student} has no lab {o.lab} part "
                                f"{o.part!r}")
         if not 0 <= o.points <= part["max_points"]:

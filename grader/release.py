@@ -33,14 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import skeleton, student_copy
-from .paths import LAB_DIR_RE, ROOT
+from .paths import LAB_DIR_RE, ROOT, lab_name_parts
 from .rubric import tomllib
 
 # Top-level entries of the student copy (files or folders; folders whole unless below).
 # CONTRIBUTING.md (how to work on the course itself) is not one of them.
 INCLUDE_TOP = ("labs", "handouts", "common", "grader", "cmake", "docs", "tools", ".ci",
                ".github/workflows", "CMakeLists.txt", "CMakePresets.json", "README.md",
-               "CHANGELOG.md", ".gitignore", "LICENSE*", ".clang-format")
+               "CHANGELOG.md", ".gitignore", "LICENSE*", ".clang-format", "mypy.ini")
 # Left out although inside an included folder (glob patterns on the relative path).
 EXCLUDE = (
     "solutions/*",
@@ -297,7 +297,7 @@ def generated_skeletons(tree: Tree) -> dict[str, str]:
     """Lab folder -> the skeleton its committed reference generates."""
     out = {}
     for folder in tree.labs():
-        topic = LAB_DIR_RE.match(folder).group(2)
+        topic = lab_name_parts(folder)[1]
         rel = f"solutions/{folder}/{topic}.cu"
         text = tree.text(rel)
         if text is None:
@@ -330,7 +330,7 @@ def secret_lines(tree: Tree, released: list[str] | None = None,
                               if "/tests/" in rel)
     secret: dict[str, Source] = {}
     for folder in tree.labs():
-        topic = LAB_DIR_RE.match(folder).group(2)
+        topic = lab_name_parts(folder)[1]
         reference = f"solutions/{folder}/{topic}.cu"
         # The reference first: a line it shares with grader-only code is named as its answer.
         for rel in sorted(tree.under(f"solutions/{folder}/"), key=lambda r: r != reference):
@@ -390,9 +390,9 @@ def find_leaks(tree: Tree, files: list[str], secret: dict[str, Source],
                 continue
             leaks.append(f"{rel}: {line!r} ({source.kind} line of {source.path})")
         text = tree.text(rel) or ""
-        for name, source in (names or {}).items():
+        for name, test_file in (names or {}).items():
             if name in text:
-                leaks.append(f"{rel}: names the hidden test case {name} ({source})")
+                leaks.append(f"{rel}: names the hidden test case {name} ({test_file})")
     return leaks
 
 
@@ -439,7 +439,7 @@ def plan_release(root: Path = ROOT, labs: list[str] | str | None = None,
                                 "(a student copy cannot be released again)")
     skeletons = generated_skeletons(tree)
     for folder in chosen:
-        topic = LAB_DIR_RE.match(folder).group(2)
+        topic = lab_name_parts(folder)[1]
         rel = f"labs/{folder}/{topic}.cu"
         if folder in skeletons and tree.text(rel) != skeletons[folder]:
             release.problems.append(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 SCHEMA = "cml-result/1"
 
@@ -60,6 +60,8 @@ class _Record:
     """A typed record that code written against the earlier plain dicts can still read and
     set by key (record["ok"], record.get("errors")); new code uses the fields."""
 
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # set by @dataclass on each record
+
     def get(self, key: str, default: Any = None) -> Any:
         value = getattr(self, key, None) if key in self.__dataclass_fields__ else None
         return default if value is None else value
@@ -84,6 +86,9 @@ class BuildRecord(_Record):
     errors: list[str] = field(default_factory=list)  # compiler errors, paths as submitted
     timed_out: bool | None = None  # None: nothing was built (no submission)
     test_runs: list[str] = field(default_factory=list)  # binaries that crashed, re-run case by case
+    # The compiler's output when the student's own compile failed (its last 16 KiB, paths as
+    # submitted); "" when it compiled.
+    output: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"ok": self.ok, "seconds": self.seconds}
@@ -92,6 +97,8 @@ class BuildRecord(_Record):
         out["errors"] = list(self.errors)
         if self.test_runs:
             out["test_runs"] = list(self.test_runs)
+        if self.output:
+            out["output"] = self.output
         return out
 
     @staticmethod
@@ -100,7 +107,7 @@ class BuildRecord(_Record):
             return None
         return BuildRecord(bool(data.get("ok")), float(data.get("seconds") or 0.0),
                            list(data.get("errors") or []), data.get("timed_out"),
-                           list(data.get("test_runs") or []))
+                           list(data.get("test_runs") or []), str(data.get("output") or ""))
 
 
 @dataclass

@@ -8,9 +8,10 @@ change a grade — with a message that names the file and the problem.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from .benchdoc import FLOOR_MARGIN
 from .paths import LabPaths
@@ -21,15 +22,14 @@ from .paths import LabPaths
 TOML_MISSING = ("Python {v} has no TOML reader for the rubrics: install tomli (Debian or "
                 "Ubuntu: `apt-get install python3-tomli`; elsewhere: `pip install tomli`) "
                 "or run the grader with Python 3.11 or newer.")
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+else:  # pragma: no cover - Python 3.10
     try:
-        import tomli as tomllib  # type: ignore[no-redef]
+        import tomli as tomllib
     except ModuleNotFoundError:
-        import sys as _sys
         raise ModuleNotFoundError(TOML_MISSING.format(
-            v=".".join(map(str, _sys.version_info[:2]))), name="tomli") from None
+            v=".".join(map(str, sys.version_info[:2]))), name="tomli") from None
 
 
 RUBRIC_FILE = "grading.toml"
@@ -219,6 +219,12 @@ class _Checker:
             return None
         return self.table[key]
 
+    # A default that is a string gives a string; a default of None may give None.
+    @overload
+    def string(self, key: str, required: bool = ..., default: str = ...) -> str: ...
+    @overload
+    def string(self, key: str, required: bool = ..., *, default: None) -> str | None: ...
+
     def string(self, key: str, required: bool = True, default: str | None = "") -> str | None:
         value = self._get(key, required)
         if value is None:
@@ -226,6 +232,14 @@ class _Checker:
         if not isinstance(value, str):
             raise self.fail(f"{self.where}.{key} must be a string, not {_type_name(value)}")
         return value
+
+    # A default that is a number gives a number; a default of None may give None.
+    @overload
+    def number(self, key: str, required: bool = ..., default: float = ...,
+               minimum: float | None = ..., above: float | None = ...) -> float: ...
+    @overload
+    def number(self, key: str, required: bool = ..., *, default: None,
+               minimum: float | None = ..., above: float | None = ...) -> float | None: ...
 
     def number(self, key: str, required: bool = True, default: float | None = 0.0,
                minimum: float | None = None, above: float | None = None) -> float | None:
@@ -477,13 +491,13 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
         comparison = t.string("comparison")
         if not comparison.strip():
             raise t.fail("[stretch].comparison must name a comparison of the bench")
-        target = t.number("target_fraction", required=False, default=0.6, above=0)
+        fraction = t.number("target_fraction", required=False, default=0.6, above=0)
         floor = t.number("floor_fraction", required=False, default=0.0, minimum=0)
-        if floor >= target:
+        if floor >= fraction:
             raise t.fail(f"[stretch].floor_fraction ({floor:g}) must be below "
-                         f"target_fraction ({target:g})")
+                         f"target_fraction ({fraction:g})")
         stretch = Stretch(t.number("points", minimum=0), comparison, _requires(t, groups),
-                          target, floor, t.string("sanitizer_tests", required=False), _bonus(t),
+                          fraction, floor, t.string("sanitizer_tests", required=False), _bonus(t),
                           t.number("floor_margin", required=False, default=FLOOR_MARGIN,
                                    minimum=1.0))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from . import benchdoc
 from .result import (FAILED, GRADED, NOT_GRADED, NOT_MEASURED, NOT_RUN, PASSED, REVIEW,
@@ -387,6 +387,9 @@ def performance_part(perf: "Performance", runs: "BenchRuns",
     part = PartResult("performance", "Performance", NOT_MEASURED, 0.0, perf.points)
     if runs.unmeasured:
         part.reason = runs.unmeasured
+        if runs.no_reference and runs.timing is not None and runs.timing.student_speedup:
+            part.details = {"student_speedup": runs.timing.student_speedup,
+                            **speed_of_light(perf.comparison, runs)}
         return part
     part.status = GRADED
     if runs.failed:
@@ -406,7 +409,7 @@ def performance_part(perf: "Performance", runs: "BenchRuns",
                           "correctness comes first: these groups need full marks: "
                           + ", ".join(missing)) + ".")
         part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
-                        "launches": runs.launches}
+                        "launches": runs.launches, **speed_of_light(perf.comparison, runs)}
         return part
     if runs.review_problem:
         part.status = REVIEW
@@ -420,14 +423,28 @@ def performance_part(perf: "Performance", runs: "BenchRuns",
                                            perf.floor_margin)
     if too_fast:
         return below_floor_part(part, too_fast, floor,
-                                {"student_speedup": s_speed, "reference_speedup": r_speed})
+                                {"student_speedup": s_speed, "reference_speedup": r_speed,
+                                 **speed_of_light(perf.comparison, runs)})
     score = speed_points(s_speed or 0.0, r_speed or 0.0, perf.points, perf.full_credit_ratio,
                          perf.review_ratio)
     part.points, part.status = score.points, score.status
     part.reason = score.reason if score.points < perf.points else ""
     part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
-                    "time_ratio": score.time_ratio, "summary": score.reason, "floor": floor}
+                    "time_ratio": score.time_ratio, "summary": score.reason, "floor": floor,
+                    **speed_of_light(perf.comparison, runs)}
     return part
+
+
+def speed_of_light(comparison: str, runs: "BenchRuns") -> dict[str, Any]:
+    """{"speed_of_light": benchdoc.speed_of_light's record} for a performance part's
+    details, or {}: only for a student's document that agreed with its own samples and
+    whose timed kernel did the work (its output verified, a kernel launched in every timed
+    call, no review flag from the host-time cross-check). A figure, never points."""
+    if (runs.altered or runs.failed or (runs.unmeasured and not runs.no_reference)
+            or runs.output_problem or runs.launch_problem or runs.review_problem):
+        return {}
+    record = benchdoc.speed_of_light(comparison, runs.student_doc, runs.reference_doc)
+    return {"speed_of_light": record.to_dict()} if record is not None else {}
 
 
 def altered_part(part: PartResult, runs: "BenchRuns") -> PartResult:
@@ -604,7 +621,7 @@ __all__ = ["GRADED", "NOT_GRADED", "NOT_MEASURED", "REVIEW", "SpeedScore", "Poin
            "grade_totals", "leave_out_unmeasured", "not_graded_reason", "missing_groups",
            "Correctness", "correctness", "memory_safety_gate", "memory_safety_part",
            "performance_part", "metric_part", "rubric_parts", "finish_unfinished",
-           "altered_part", "below_floor_part",
+           "altered_part", "below_floor_part", "speed_of_light",
            "not_graded_parts",
            "fraction_points", "stretch_part", "as_bonus", "bonus_offers", "stretch_name"]
 

@@ -241,11 +241,12 @@ def check_partition(options: SlurmOptions, partition_text: str,
     if per_node.isdigit() and options.cpus > int(per_node):
         errors.append(f"{options.cpus} CPUs per task exceed partition {name}'s "
                       f"MaxCPUsPerNode {per_node}")
+    most: int | None
     if nodes:
         most = max(int(n.get("CPUTot", n.get("CPUEfctv", "0")) or 0) for n in nodes)
     else:
-        total, count = part.get("TotalCPUs", ""), part.get("TotalNodes", "")
-        most = int(total) if total.isdigit() and count == "1" else None
+        total, node_count = part.get("TotalCPUs", ""), part.get("TotalNodes", "")
+        most = int(total) if total.isdigit() and node_count == "1" else None
     if most is not None and options.cpus > most:
         errors.append(f"{options.cpus} CPUs per task: no node of partition {name} has more "
                       f"than {most}")

@@ -121,7 +121,7 @@ def probe_toolchain() -> Toolchain:
 
 def find_catch2(prefix_path: str | None = None) -> tuple[str | None, str]:
     """(version, where) of an installed Catch2, searched like find_package would."""
-    roots = [p for p in (prefix_path or os.environ.get("CMAKE_PREFIX_PATH", "")).split(
+    roots = [p for p in (prefix_path or os.environ.get("CMAKE_PREFIX_PATH") or "").split(
         os.pathsep) if p]
     roots += ["/usr/local", "/usr"]
     for root in roots:

@@ -7,6 +7,7 @@ import json
 import statistics
 from dataclasses import asdict
 from pathlib import Path
+from typing import Sequence
 
 from .. import csvsafe
 from ..atomic import write_all
@@ -157,7 +158,7 @@ def histogram(values: list[float], top: float, bins: int = 10, width: int = 30) 
 def summary_markdown(plan: Plan, scores: dict[str, list[float]], maxima: dict[str, float],
                      failures: dict[str, list[str]], missing: list[str], not_graded: int,
                      seconds: float,
-                     late: list[tuple[str, str, float, float, float]] = ()) -> str:
+                     late: Sequence[tuple[str, str, float, float, float]] = ()) -> str:
     out = ["# Batch summary", "",
            f"{len(plan.submissions)} submission(s), labs {', '.join(plan.labs)}, seed "
            f"{plan.seed}; grading time {seconds:.0f} s in all (GPU waits excluded).", ""]

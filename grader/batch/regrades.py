@@ -318,7 +318,7 @@ def write_integrity(out_dir: Path, plan: Plan) -> Path:
     similarity-tester's ranking, per lab."""
     reports = []
     with tempfile.TemporaryDirectory(prefix="cml-integrity-") as tmp:
-        trees = {}
+        trees: dict[str, Path | None] = {}
         for i, sub in enumerate(plan.submissions):
             try:
                 trees[sub.student] = workspace.submission_tree(Path(sub.path), Path(tmp) / str(i))

@@ -70,6 +70,7 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
         _, key = submission_key(plan, sub, fingerprint)
         if not force and is_current(out_dir, sub.student, key):
             stamp = read_stamp(out_dir, sub.student)
+            assert stamp is not None  # is_current has just read it
             outcome = Outcome(sub.student, "kept", stamp.points, stamp.max_points, 0.0,
                               _lab_points(out_dir, sub.student))
             outcomes.append(outcome)

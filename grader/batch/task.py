@@ -41,28 +41,28 @@ def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: boo
         raise BatchError(f"task {index}: the plan has {len(plan.submissions)} submissions "
                          f"(0 to {len(plan.submissions) - 1})")
     sub = plan.submissions[index]
-    log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+    say: Callable[[str], None] = log or (lambda text: print(text, file=sys.stderr, flush=True))
     hashes, key = submission_key(plan, sub, grader_fingerprint(plan))
     if not force and is_current(out_dir, sub.student, key):
-        log(f"{sub.student}: unchanged since it was graded; kept")
+        say(f"{sub.student}: unchanged since it was graded; kept")
         return None
 
     problem = node_problem(plan)
     if problem is not None:  # refused before anything is graded; graded again next time
-        log(f"{sub.student}: not graded: {problem}")
+        say(f"{sub.student}: not graded: {problem}")
         result = pipeline.new_result(pipeline.Options(submission=Path(sub.path), labs=[]))
         result.errors.append(f"not graded: {problem}")
-        return _finish(out_dir, plan, sub, result, GRADER_ERROR, hashes, key, 0.0, 0.0, log)
+        return _finish(out_dir, plan, sub, result, GRADER_ERROR, hashes, key, 0.0, 0.0, say)
 
-    lock = pool_for(plan.gpu_lock, index, on_wait=log)  # one lock per GPU, this task's first
+    lock = pool_for(plan.gpu_lock, index, on_wait=say)  # one lock per GPU, this task's first
     start = time.monotonic()
     opts = pipeline.Options(submission=Path(sub.path), labs=plan.lab_paths(), seed=plan.seed,
                             work_dir=work_dir, source_root=Path(plan.repo),
                             build_timeout=plan.build_timeout, test_timeout=plan.test_timeout,
                             gpu=False if plan.no_gpu else None,
-                            progress=lambda text: log(f"[{time.monotonic() - start:7.1f} s] "
+                            progress=lambda text: say(f"[{time.monotonic() - start:7.1f} s] "
                                                       f"{text}"),
-                            gpu_section=lock.section, log=log,
+                            gpu_section=lock.section, log=say,
                             cache=Path(plan.cache) if plan.cache else None)
     result = pipeline.new_result(opts)
     status = GRADED
@@ -91,7 +91,7 @@ def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: boo
     if status == GRADED and result.errors:
         status = GRADER_ERROR
     return _finish(out_dir, plan, sub, result, status, hashes, key, seconds - lock.waited,
-                   lock.waited, log)
+                   lock.waited, say)
 
 
 def _finish(out_dir: Path, plan: Plan, sub, result, status: str, hashes: dict, key: str,

@@ -36,7 +36,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from ..exports import write_exports
 from ..paths import ROOT, LabPaths, discover_labs
@@ -101,12 +101,12 @@ def read_event(env: Mapping[str, str]) -> PullRequest:
             event = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             event = {}
-    pr = event.get("pull_request") if isinstance(event.get("pull_request"), dict) else {}
+    pr: dict = event["pull_request"] if isinstance(event.get("pull_request"), dict) else {}
     repository = (event.get("repository") or {}).get("full_name") or env.get(
-        "GITHUB_REPOSITORY", "")
+        "GITHUB_REPOSITORY") or ""
     head = ((pr.get("head") or {}).get("repo") or {}).get("full_name") or ""
     base = pr.get("base") or {}
-    number = pr.get("number") or event.get("number")
+    number: Any = pr.get("number") or event.get("number")
     return PullRequest(env.get("GITHUB_EVENT_NAME", ""), repository,
                        int(number) if isinstance(number, int) or str(number).isdigit() else None,
                        head, base.get("sha"), env.get("GITHUB_BASE_REF") or base.get("ref"))

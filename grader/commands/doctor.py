@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+from typing import Any
 
 from .. import course as course_file
 from .. import device_limits, sandbox
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     tc = probe_toolchain()
     catch_version, catch_where = find_catch2()
     gpus, why = query_gpus()
-    found = {"gpus": [g.as_dict() for g in gpus], "no_gpu_reason": why or None,
+    found: dict[str, Any] = {"gpus": [g.as_dict() for g in gpus], "no_gpu_reason": why or None,
              "tools": {k: {"path": tc.paths.get(k), "version": v} for k, v in tc.versions.items()},
              "catch2": {"version": catch_version, "where": catch_where or None}}
     profiling = _profiling_allowed()

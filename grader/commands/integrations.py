@@ -6,7 +6,9 @@
     integrations run gradescope|prairielearn UPLOAD RESULTS_JSON [--labs 04] [--work-dir D]
         grades an upload as the platform stores it (the student's files alone, by name; or a
         folder laid out like the repository) without a GPU and writes the platform's
-        results.json. run_autograder and the PrairieLearn entrypoint call it.
+        results.json. run_autograder and the PrairieLearn entrypoint call it. Its log on
+        stdout (what the platform keeps for the course staff): the files found, the labs
+        graded, the grader's progress lines, where results.json went and its score.
 
 Exit status: 0 when results.json was written (whatever the score), 1 otherwise.
 """
@@ -93,43 +95,94 @@ def _fallback(platform: str, problem: str) -> dict:
             "stdout_visibility": "hidden", "tests": []}
 
 
+def say(text: str) -> None:
+    """One line of the run's log on stdout: what the platform keeps of the autograder's
+    output for the course staff (Gradescope's debug panel, PrairieLearn's job output)."""
+    print(f"integrations: {text}", flush=True)
+
+
+def _summary(platform: str, results: Path) -> str:
+    """The score results.json holds, in a few words."""
+    try:
+        doc = json.loads(results.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "unreadable"
+    if platform == "prairielearn":
+        return (f"score {doc.get('score')}" if doc.get("gradable", True)
+                else "not gradable: " + "; ".join(doc.get("format_errors", []))[:200])
+    extra = doc.get("extra_data") or {}
+    text = f"score {doc.get('score')}"
+    if "max_points" in extra:
+        text += f" of {extra['max_points']}"
+    if extra.get("provisional"):
+        text += f" (provisional: {extra.get('pending_gpu_points')} points pending GPU grading)"
+    return text
+
+
+def _write(platform: str, results: Path, doc: dict) -> None:
+    results.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    say(f"wrote {results}: {_summary(platform, results)}")
+
+
 def grade_upload(platform: str, upload: Path, results: Path, labs_arg: str = "",
                  work_dir: Path | None = None) -> int:
+    """Grades the upload and writes the platform's results.json; logs each step on stdout
+    (the grader's own progress lines included), never anything of results.json's but the
+    score."""
     from ..submissions import stage_flat, student_files_by_name
 
     labs = choose_labs([labs_arg] if labs_arg else [])
     results.parent.mkdir(parents=True, exist_ok=True)
+    say(f"{platform}: grading the upload in {upload}"
+        + (f" for lab(s) {labs_arg}" if labs_arg else " for the labs whose file it holds"))
     with tempfile.TemporaryDirectory(prefix="cml-upload-") as tmp:
         tree = Path(tmp) / "submission"
         tree.mkdir()
         placed = stage_flat(upload, tree, student_files_by_name(labs)) if upload.is_dir() else {}
+        say("files found: " + (", ".join(f"{name} (as {rel})" for rel, name in
+                                          sorted(placed.items())) or "none of a lab's"))
         if not labs_arg:  # the labs whose file was uploaded
             labs = [lab for lab in labs if any(rel.startswith(f"labs/{lab.folder}/")
                                                for rel in placed)]
         if not labs:
             wanted = ", ".join(sorted(student_files_by_name(choose_labs([]))))
-            doc = _fallback(platform, "No file of a lab was found in the upload. Upload your "
-                            f"lab file by its own name (one of: {wanted}).")
-            results.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+            say("no lab to grade: the upload holds no lab file by its name")
+            _write(platform, results, _fallback(
+                platform, "No file of a lab was found in the upload. Upload your lab file by "
+                f"its own name (one of: {wanted})."))
             return 0
+        say("grading " + ", ".join(lab.folder for lab in labs) + " without a GPU")
         out = Path(tmp) / "out"
         cmd = [sys.executable, "-m", "grader", "grade", str(tree), "--labs",
                ",".join(lab.number for lab in labs), "--no-gpu", "--format", platform,
-               "--out", str(out), "-q",
+               "--out", str(out),
                # named as the student knows it, not by the folder it is graded in
                "--name", ", ".join(sorted(placed.values()))]
         if work_dir is not None:
             cmd += ["--work-dir", str(work_dir)]
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        # The grader's progress lines (stderr) are passed on as they come; its table and
+        # messages (stdout) stay out of the log: results.json holds them.
+        lines: list[str] = []
+        with tempfile.TemporaryFile("w+", encoding="utf-8") as table:
+            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=table, stderr=subprocess.PIPE,
+                                    text=True, errors="replace")
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                lines.append(line)
+                print("  " + line.rstrip("\n"), flush=True)
+            proc.wait()
+            table.seek(0)
+            printed = table.read()
+        say(f"the grader exited with status {proc.returncode}")
         made = out / platform / "results.json"
         if made.is_file():
             shutil.copyfile(made, results)
+            say(f"wrote {results}: {_summary(platform, results)}")
         else:
-            tail = (proc.stderr or proc.stdout)[-2000:]
-            doc = _fallback(platform, "The grader could not grade this submission (a problem "
-                            f"of the grader, not of your code):\n{tail}")
-            results.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        sys.stderr.write(proc.stderr)
+            tail = ("".join(lines) or printed)[-2000:]
+            _write(platform, results, _fallback(
+                platform, "The grader could not grade this submission (a problem of the "
+                f"grader, not of your code):\n{tail}"))
         return 0
 
 

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 from .. import skeleton
-from ..paths import LAB_DIR_RE, ROOT, LabPaths, discover_labs
+from ..paths import LAB_DIR_RE, ROOT, LabPaths, discover_labs, lab_name_parts
 
 HELP = "make a new lab pair (labs/, solutions/, handouts/) from labs/_template"
 TEMPLATE = "_template"
@@ -32,15 +32,14 @@ class NewLabError(ValueError):
 
 def substitute(text: str, folder: str, title: str) -> str:
     """`text` of a template file with the template's names replaced by the new lab's."""
-    m = LAB_DIR_RE.match(folder)
-    number, topic = m.group(1), m.group(2)
+    number, topic = lab_name_parts(folder)
     names = {"labNN": f"lab{number}", "NN_topic": folder, "NN": number, "topic": topic,
              "Topic": title}
     return _NAMES.sub(lambda hit: names[hit.group(0)], text)
 
 
 def _copy(source: Path, dest: Path, folder: str, title: str) -> list[Path]:
-    topic = LAB_DIR_RE.match(folder).group(2)
+    topic = lab_name_parts(folder)[1]
     written = []
     for path in sorted(source.rglob("*")):
         rel = path.relative_to(source)
@@ -55,7 +54,7 @@ def _copy(source: Path, dest: Path, folder: str, title: str) -> list[Path]:
 
 
 def handout_stub(folder: str, title: str) -> str:
-    number, topic = LAB_DIR_RE.match(folder).groups()
+    number, topic = lab_name_parts(folder)
     return (f"# Lab {number} — {title}\n\n"
             "What the lab teaches and why it matters on a GPU: the prediction the student "
             "makes on the CPU, and the measurement that confirms it (or explains why not).\n\n"

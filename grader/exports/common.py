@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..benchdoc import SpeedOfLight
 from ..result import (CRASHED, ERROR, FAILED, GRADED, NOT_GRADED, NOT_MEASURED, NOT_RUN,
                       PASSED, REVIEW, TIMEOUT, GradeResult, LabResult, PartResult, TestResult)
 
@@ -73,6 +74,20 @@ def part_reason(part: PartResult) -> str:
     return ""
 
 
+def part_speed_of_light(part: PartResult) -> SpeedOfLight | None:
+    """The speed-of-light record a performance part keeps in its details (grader/scoring.py),
+    or None: another part, no timing believed, or a result without one."""
+    if part.kind != "performance" or not isinstance(part.details, dict):
+        return None
+    return SpeedOfLight.from_dict(part.details.get("speed_of_light"))
+
+
+def speed_of_light(lab: LabResult) -> SpeedOfLight | None:
+    """The lab's speed-of-light record: its scored comparison's, from the first performance
+    part that keeps one."""
+    return next((sol for sol in map(part_speed_of_light, lab.parts) if sol is not None), None)
+
+
 def lab_reason(lab: LabResult) -> str:
     """One sentence for a lab row: the first reason among the parts that lost points."""
     reasons = [part_reason(p) for p in lab.parts
@@ -134,6 +149,9 @@ def _part_output(part: PartResult) -> str:
     summary = part.details.get("summary") if isinstance(part.details, dict) else None
     if summary and summary != reason:
         lines.append(str(summary))
+    sol = part_speed_of_light(part)
+    if sol is not None:
+        lines.append(sol.text())
     return "\n".join(lines)
 
 

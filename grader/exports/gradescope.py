@@ -9,9 +9,11 @@ says the score is provisional. Hidden test cases become visible once the grades 
 published, and the always-visible overall output never names them.
 
 Fields used, as Gradescope's autograder specification lists them: top level `score`,
-`execution_time`, `output`, `output_format`, `test_output_format`, `visibility`,
-`stdout_visibility`, `extra_data`, `tests`, `leaderboard`; per test `name`, `score`,
-`max_score`, `status`, `output`, `visibility`, `tags`, `execution_time`.
+`execution_time` (whole seconds, the labs' wall time added up), `output`, `output_format`,
+`test_output_format`, `visibility`, `stdout_visibility`, `extra_data`, `tests`,
+`leaderboard`; per test `name`, `score`, `max_score`, `status`, `output`, `visibility`,
+`tags` and `extra_data`. The specification has no time per test: a test case's run time
+(Catch2's) goes in its `extra_data` as `seconds`.
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ def to_gradescope(result: GradeResult) -> dict[str, Any]:
             else:
                 test["name"] += _TAGS.get(item.outcome, "")
             if item.seconds is not None:
-                test["execution_time"] = round(item.seconds, 3)
+                test["extra_data"] = {"seconds": round(item.seconds, 3)}
             tests.append(test)
     output = provisional_note(result) + terminal_table(result, color=False)
     if result.late:

@@ -8,6 +8,8 @@ Plots (each one <svg>, drawn only when the data is in the result):
 - every plot a lab's bench declares in its document (`plots[]`, kept with the bench's
   `cases` and `metrics` in `timing.student|reference`), the student's and the reference's
   points as two series. The report knows no lab: a new sweep is declared in its bench.
+Beside the speed plots, a table of each timed lab's speed of light: the rate its kernel
+achieves as a fraction of the GPU's measured limit, the reference's beside it.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import math
 from typing import Any
 
 from ..result import GradeResult, LabResult
+from ..benchdoc import SpeedOfLight, percent_text, rate_text
 from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
                      lab_number, lab_reason, part_outcome, part_reason, pending_points,
-                     test_counts, test_outcome, timing_summary)
+                     speed_of_light, test_counts, test_outcome, timing_summary)
 from .table import reported_only, reported_value
 from .svg import (BASE, M_BOTTOM, M_TOP, W, esc, fmt_tick, line_chart, nice_ticks,
                   scatter_chart)
@@ -27,6 +30,10 @@ from .svg import (BASE, M_BOTTOM, M_TOP, W, esc, fmt_tick, line_chart, nice_tick
 STUDENT, REFERENCE = "#2563eb", "#9ca3af"
 OUTCOME_CLASS = {PASS: "pass", FAIL: "fail", SKIP: "skip", FLAG: "flag"}
 OUTCOME_WORD = {PASS: "✓", FAIL: "✗", SKIP: "–", FLAG: "⚑"}
+# A failed build's compiler output is shown up to this size (a template error can run to
+# thousands of lines; the first errors are the ones to read).
+MAX_LOG_LINES = 400
+MAX_LOG_CHARS = 40_000
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#111827;
@@ -40,6 +47,7 @@ th,td{border:1px solid #e5e7eb;padding:5px 8px;text-align:left;vertical-align:to
 th{background:#f3f4f6;font-weight:600}td.num{text-align:right;white-space:nowrap}
 .pass{color:#15803d}.fail{color:#b91c1c}.skip{color:#6b7280}.flag{color:#b45309}.info{color:#1d4ed8}
 .why{color:#4b5563;font-size:13px}
+p.sol{margin:6px 0;color:#1f2937}
 .plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(440px,1fr));gap:16px;
  margin:12px 0}
 figure{margin:0;background:#fff;border:1px solid #e5e7eb;padding:8px;min-width:0}
@@ -51,6 +59,7 @@ ul.tests{margin:6px 0;padding-left:20px}ul.tests li{margin:2px 0}
 table.parts td:first-child{width:40%}table.parts td:nth-child(2){width:12%}
 table.parts td:nth-child(3){width:9%}
 pre{background:#f3f4f6;padding:8px;overflow-x:auto;font-size:13px}
+pre.log{max-height:32em;overflow:auto;white-space:pre;margin:6px 0}
 .note{background:#fffbeb;border:1px solid #fcd34d;padding:8px 12px}
 footer{color:#6b7280;font-size:12px;margin-top:32px}
 """
@@ -171,9 +180,9 @@ def bench_side(lab: LabResult, side: str) -> dict[str, Any]:
     """The `cases` (list), `metrics` (dict) and `plots` (list) of one side ("student" or
     "reference") of a lab's bench, from lab.timing[side]; empty when not kept."""
     d = _side(lab, side)
-    cases = d.get("cases") if isinstance(d.get("cases"), list) else []
-    metrics = d.get("metrics") if isinstance(d.get("metrics"), dict) else {}
-    plots = d.get("plots") if isinstance(d.get("plots"), list) else []
+    cases: list[Any] = d["cases"] if isinstance(d.get("cases"), list) else []
+    metrics: dict[str, Any] = d["metrics"] if isinstance(d.get("metrics"), dict) else {}
+    plots: list[Any] = d["plots"] if isinstance(d.get("plots"), list) else []
     return {"cases": {c.get("name"): c for c in cases if isinstance(c, dict)},
             "metrics": metrics,
             "plots": [p for p in plots if isinstance(p, dict) and isinstance(p.get("id"), str)
@@ -202,7 +211,7 @@ def _value(ref: dict, side: dict[str, Any]) -> float | None:
     return None
 
 
-def _text(spec: dict, *keys: str) -> str:
+def _text(spec: Any, *keys: str) -> str:
     for key in keys:
         spec = spec.get(key) if isinstance(spec, dict) else None
     return spec if isinstance(spec, str) else ""
@@ -219,33 +228,35 @@ def lab_plots(lab: LabResult) -> list[tuple[str, str]]:
     plots = []
     for plot_id, spec in specs.items():
         log2x = _text(spec, "x", "scale") == "log2"
-        series, labels, ceiling = [], {}, None
+        series: list[tuple[str, str, list[tuple[float, float, str]]]] = []
+        labels: dict[float, str] = {}
+        ceiling: tuple[str, float] | None = None
         for who, color, side in sides:
             mine = next((p for p in side["plots"] if p["id"] == plot_id), None)
             if mine is None:
                 continue
-            pts = []
+            pts: list[tuple[float, float, str]] = []
             for point in mine["points"]:
                 x, y = _num(point.get("x")) if isinstance(point, dict) else None, None
                 if x is not None and not (log2x and x <= 0):
                     y = _value(point, side)
-                if y is not None:
+                if x is not None and y is not None:  # y is only read where x is a number
                     pts.append((x, y, _text(point, "label")))
             if pts:
                 series.append((who, color, pts))
                 if not labels:
                     labels = {x: label for x, _, label in pts if label}
             ref = mine.get("ceiling")
-            if ceiling is None and isinstance(ref, dict) and _value(ref, side) is not None:
-                ceiling = (_text(ref, "label") or str(ref.get("case")), _value(ref, side))
+            if ceiling is None and isinstance(ref, dict) and (top := _value(ref, side)) is not None:
+                ceiling = (_text(ref, "label") or str(ref.get("case")), top)
         if not series:
             continue
         title = f"Lab {lab_number(lab)}: {_text(spec, 'title') or plot_id}"
         caption = _text(spec, "caption")
         x_label, y_label = _text(spec, "x", "label"), _text(spec, "y", "label")
         if spec.get("style") == "dots":
-            x = spec.get("x") if isinstance(spec.get("x"), dict) else {}
-            lo, hi = _num(x.get("min")), _num(x.get("max"))
+            axis = spec.get("x") if isinstance(spec.get("x"), dict) else {}
+            lo, hi = _num(axis.get("min")), _num(axis.get("max"))
             svg = scatter_chart(title, caption, x_label, y_label, series,
                                 (lo, hi) if lo is not None and hi is not None and hi > lo
                                 else None)
@@ -256,6 +267,25 @@ def lab_plots(lab: LabResult) -> list[tuple[str, str]]:
                              log2x=log2x, ceiling=ceiling, labels=labels)
         plots.append((svg, caption))
     return plots
+
+
+def sol_table(rows: list[tuple[str, SpeedOfLight]]) -> str:
+    """Per timed lab, the limit that binds its work and each side's rate as a fraction of it
+    (benchdoc.speed_of_light, kept in the performance part's details)."""
+    out = ['<table class="sol"><tr><th>Speed of light</th><th>Limit that binds</th>'
+           "<th>Your kernel</th><th>Reference</th></tr>"]
+    for name, sol in rows:
+        limit = "copy bandwidth" if sol.bound == "bytes" else "FP32 peak"
+        reference = ("–" if sol.reference_fraction is None or sol.reference_rate is None else
+                     f"{rate_text(sol.reference_rate, sol.bound)} "
+                     f"({percent_text(sol.reference_fraction)})")
+        out.append(f"<tr><td>{esc(name)}</td>"
+                   f"<td>{esc(limit)}: {esc(rate_text(sol.limit, sol.bound))}</td>"
+                   f'<td class="num">{esc(rate_text(sol.student_rate, sol.bound))} '
+                   f"({esc(percent_text(sol.student_fraction))})</td>"
+                   f'<td class="num">{esc(reference)}</td></tr>')
+    out.append("</table>")
+    return "\n".join(out)
 
 
 # -------------------------------------------------------------------------------- the page
@@ -305,6 +335,9 @@ def _lab_section(lab: LabResult) -> list[str]:
                    f'<td class="num">{fmt_points(p.points)} / {fmt_points(p.max_points)}</td>'
                    f'<td class="why">{esc(reason)}</td></tr>')
     out.append("</table>")
+    sol = speed_of_light(lab)
+    if sol is not None:
+        out.append(f'<p class="sol">{esc(sol.text())}</p>')
     plots = lab_plots(lab)
     if plots:
         out.append('<div class="plots">')
@@ -331,11 +364,38 @@ def _lab_section(lab: LabResult) -> list[str]:
                        + (f' <span class="why">— {esc(note)}</span>' if note else "")
                        + "</li>")
         out.append("</ul></details>")
-    errors = lab.build.errors if lab.build is not None else None
-    if errors:
-        out.append("<details open><summary>Compiler errors</summary><pre>"
-                   + esc("\n".join(str(e) for e in errors[:30])) + "</pre></details>")
+    out += compiler_block(lab)
     return out
+
+
+def _cut(text: str) -> tuple[str, str]:
+    """`text` cut to MAX_LOG_LINES lines and MAX_LOG_CHARS characters, and a note saying
+    what was left out ("" when nothing was)."""
+    lines = text.splitlines()
+    shown = "\n".join(lines[:MAX_LOG_LINES])[:MAX_LOG_CHARS]
+    if shown == "\n".join(lines):
+        return text, ""
+    return shown, (f"Cut here: the first {shown.count(chr(10)) + 1} of {len(lines)} lines "
+                   f"({len(shown)} of {len(text)} characters) are shown. Build the lab "
+                   "yourself to read the rest.")
+
+
+def compiler_block(lab: LabResult) -> list[str]:
+    """A failed build's whole compiler output (escaped, scrollable, cut at a sane size with a
+    note), else the error lines result.json kept; nothing when the build did not fail."""
+    build = lab.build
+    if build is None or build.ok:
+        return []
+    text = (build.output or "").strip()
+    title = "Compiler output"
+    if not text:
+        if not build.errors:
+            return []
+        text, title = "\n".join(str(e) for e in build.errors), "Compiler errors"
+    shown, note = _cut(text)
+    return [f"<details open><summary>{title}</summary>"
+            f'<pre class="log">{esc(shown)}</pre>'
+            + (f'<p class="why">{esc(note)}</p>' if note else "") + "</details>"]
 
 
 def to_html(result: GradeResult) -> str:
@@ -367,7 +427,9 @@ def to_html(result: GradeResult) -> str:
     strip_rows = [(f"Lab {lab_number(lab)}", _samples(_side(lab, "student")),
                    _samples(_side(lab, "reference"))) for lab in result.labs]
     strip_rows = [r for r in strip_rows if r[1] or r[2]]
-    if speed_rows or strip_rows:
+    sol_rows = [(f"Lab {lab_number(lab)}", sol) for lab in result.labs
+                for sol in [speed_of_light(lab)] if sol is not None]
+    if speed_rows or strip_rows or sol_rows:
         out += ["<h2>Speed</h2>", '<div class="plots">']
         if speed_rows:
             out.append(f"<figure>{speedup_chart(speed_rows)}<figcaption>Full speed points at a "
@@ -378,6 +440,13 @@ def to_html(result: GradeResult) -> str:
                        "run interleaved (A B A B …); each dot is one pair's ratio."
                        "</figcaption></figure>")
         out.append("</div>")
+        if sol_rows:
+            out.append(sol_table(sol_rows))
+            out.append('<p class="why">Speed of light: the rate each kernel achieves on the '
+                       "scored comparison's work (its bytes or its FP32 flop, whichever the "
+                       "GPU's limits bind), as a fraction of the rate this GPU's bench "
+                       "measured: a copy kernel's bandwidth or an FMA loop's FP32 rate. A "
+                       "figure to read, not a score: it earns no points.</p>")
     for lab in result.labs:
         out += _lab_section(lab)
     if result.errors:

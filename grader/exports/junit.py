@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 from ..result import (CRASHED, ERROR, FAILED, NOT_RUN, PASSED, TIMEOUT, GradeResult,
                       LabResult)
 from .common import (FAIL, FLAG, PASS, PART_LABELS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
-                     part_outcome, part_reason, xml_text)
+                     part_outcome, part_reason, part_speed_of_light, xml_text)
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -105,11 +105,13 @@ def _suite(lab: LabResult, gpu: bool = True, locations: bool = False) -> ET.Elem
         elif outcome in (SKIP, FLAG):
             ET.SubElement(case, "skipped", message=xml_text(_one_line(reason)))
             counts["skipped"] += 1
+        sol = part_speed_of_light(p)
         ET.SubElement(case, "system-out").text = xml_text(
-            summary + (f"\n{reason}" if reason and outcome == PASS else ""))
+            summary + (f"\n{reason}" if reason and outcome == PASS else "")
+            + (f"\n{sol.text()}" if sol is not None else ""))
 
-    for key, value in counts.items():
-        suite.set(key, str(value))
+    for key, count in counts.items():
+        suite.set(key, str(count))
     suite.set("time", f"{(total_time or lab.wall_seconds):.3f}")
     return suite
 

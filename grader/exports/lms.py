@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from .. import csvsafe
 from ..atomic import write_all
@@ -226,14 +227,14 @@ def canvas_header(lab: LabColumn, course_columns: list[str]) -> str:
 
 
 def to_canvas(rows: list[dict[str, str]], labs: list[LabColumn],
-              course_columns: list[str] = ()) -> str:
+              course_columns: Sequence[str] = ()) -> str:
     """Canvas's gradebook import CSV (rows: a joined gradebook)."""
     headers = [canvas_header(lab, list(course_columns)) for lab in labs]
     columns = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *headers]
     out = [dict(zip(columns, ["Points Possible", "", "", "", "",
                               *[_fmt(lab.points) for lab in labs]]))]
     for row in rows:
-        line = {"Student": row.get("name") or row.get("student", ""), "ID": row.get("id", ""),
+        line = {"Student": row.get("name") or row.get("student") or "", "ID": row.get("id", ""),
                 "SIS User ID": row.get("sis_user_id", ""),
                 "SIS Login ID": row.get("sis_login_id", ""), "Section": row.get("section", "")}
         line.update({h: _points(row, lab) for h, lab in zip(headers, labs)})
@@ -253,7 +254,7 @@ def to_moodle(rows: list[dict[str, str]], labs: list[LabColumn]) -> str:
     for row in rows:
         line = {"Email address": row.get("email", ""), "ID number": row.get("sis_user_id", ""),
                 "Username": row.get("sis_login_id", ""),
-                "Full name": row.get("name") or row.get("student", "")}
+                "Full name": row.get("name") or row.get("student") or ""}
         line.update({moodle_header(lab): _points(row, lab) for lab in labs})
         out.append(line)
     return to_csv(out, columns)
@@ -286,7 +287,7 @@ def write_files(out_dir: Path, labs: list[LabColumn], roster: Path | None,
                        Path(roster).name if roster is not None else "roster", missing)
     warnings = [f"{student}: in no row of {Path(roster).name} (their grade has no LMS "
                 "student to go to)" for student in missing] if roster is not None else []
-    files = {}
+    files: dict[Path, str | None] = {}
     if roster is not None:
         files[out_dir / "gradebook.csv"] = to_csv(rows)
     for export in exports:

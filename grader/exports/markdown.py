@@ -8,8 +8,8 @@ import re
 
 from ..result import GradeResult, LabResult
 from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
-                     lab_reason, part_outcome, part_reason, test_counts, test_outcome,
-                     timing_summary)
+                     lab_reason, part_outcome, part_reason, speed_of_light, test_counts,
+                     test_outcome, timing_summary)
 from .table import gradable_phrase, reported_only, reported_value, tests_phrase
 
 ICONS = {PASS: "✅", FAIL: "❌", SKIP: "⏭️", FLAG: "🚩"}
@@ -60,6 +60,9 @@ def _details(lab: LabResult) -> list[str]:
         if t["reference_speedup"] is not None:
             line += f" (reference: {t['reference_speedup']:.2f}×)"
         out += ["", line + "."]
+    sol = speed_of_light(lab)
+    if sol is not None:
+        out += ["", _inline(sol.text())]
     if lab.tests:
         out += ["", "Test cases:", ""]
         for test in lab.tests:

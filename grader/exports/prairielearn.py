@@ -63,7 +63,7 @@ def ungradable_reasons(result: GradeResult) -> list[str]:
 
 def to_prairielearn(result: GradeResult) -> dict[str, Any]:
     names = hidden_names(result)
-    tests = []
+    tests: list[dict[str, Any]] = []
     for lab in result.labs:
         for item in _summarise_hidden(lab, score_items(lab)):
             message = item.message

@@ -8,7 +8,8 @@ import sys
 
 from ..result import GradeResult, LabResult
 from .common import (EPS, one_line, FAIL, FLAG, PASS, SKIP, fmt_points, lab_reason,
-                     part_outcome, part_reason, test_counts, timing_summary)
+                     part_outcome, part_reason, part_speed_of_light, test_counts,
+                     timing_summary)
 
 COLUMNS = (("Lab", 34, "<"), ("Tests", 32, ">"), ("Time", 11, ">"), ("Speedup", 9, ">"),
            ("vs ref", 10, ">"), ("Points", 14, ">"))
@@ -150,16 +151,18 @@ def terminal_table(result: GradeResult, color: bool | None = None) -> str:
         for p in lab.parts:
             if reported_only(p) and p.status not in ("not_graded", "not_measured"):
                 lines.append(f"    {'reported':>14}  {p.name}: {reported_value(p)}")
-            if p not in listed:
-                continue
-            outcome = part_outcome(p)
-            reason = one_line(part_reason(p), 200)
-            pts = f"{fmt_points(p.points)}/{fmt_points(p.max_points)} pts"
-            tag = {SKIP: "not graded" if p.status == "not_graded" else "not measured",
-                   FLAG: "review"}.get(outcome, "")
-            label = f"{p.name}" + (f" [{tag}]" if tag else "")
-            lines.append(f"    {_paint(f'{pts:>14}', _points_color(p.points, p.max_points, outcome), on)}"
-                         f"  {label}: {reason}")
+            if p in listed:
+                outcome = part_outcome(p)
+                reason = one_line(part_reason(p), 200)
+                pts = f"{fmt_points(p.points)}/{fmt_points(p.max_points)} pts"
+                tag = {SKIP: "not graded" if p.status == "not_graded" else "not measured",
+                       FLAG: "review"}.get(outcome, "")
+                label = f"{p.name}" + (f" [{tag}]" if tag else "")
+                shade = _points_color(p.points, p.max_points, outcome)
+                lines.append(f"    {_paint(f'{pts:>14}', shade, on)}  {label}: {reason}")
+            sol = part_speed_of_light(p)
+            if sol is not None:  # a fraction shown under the speed part, worth no points
+                lines.append(f"    {'':>14}  {sol.text()}")
     lines.append("-" * len(header))
     total = f"{fmt_points(result.points)}/{fmt_points(result.max_points)} pts"
     total_row = _row(["Total", "", "", "", "", total])

@@ -25,10 +25,12 @@ class StudentBuild:
     compiled: bool
     outcome: workspace.BuildOutcome
     errors: list[str] = field(default_factory=list)  # compiler errors, paths as submitted
+    output: str = ""  # the compiler's output when the student's compile failed
 
     def record(self, errors: list[str] | None = None) -> BuildRecord:
         return BuildRecord(self.outcome.ok, round(self.outcome.seconds, 1),
-                           self.errors if errors is None else errors, self.outcome.timed_out)
+                           self.errors if errors is None else errors, self.outcome.timed_out,
+                           output=self.output)
 
 
 def _has(job: LabJob, pattern: str, where: str = "lab") -> bool:
@@ -56,7 +58,9 @@ def _linked_targets(job: LabJob) -> list[str]:
 def _cached_links(jobs: list[LabJob]) -> dict[str, workspace.BuildOutcome]:
     """The student-linked executables of the labs whose entry holds their links, linked
     from it, every lab at once (grader/linking.py), each within its build time limit."""
-    trees = jobs[0].trees if jobs else None
+    if not jobs:
+        return {}
+    trees = jobs[0].trees
     work = [(job.lab, trees.references[job.lab.folder].path, trees.links[job.lab.folder],
              job.build_timeout) for job in jobs if job.lab.folder in trees.links]
     return linking.link_labs(work, trees.build_env) if work else {}
@@ -138,6 +142,9 @@ def student(job: LabJob) -> StudentBuild:
                                   trees.student.env, identity=trees.student.identity,
                                   jail=trees.student.jail)
     compiled = built.ok
+    # The whole compiler output of the student's own compile (its jail holds no solution and
+    # no hidden test, so nothing of them is in it); a failed link says only its error lines.
+    output = "" if compiled else compiler_output(built.log_tail, job.student_paths, trees.work)
     if compiled and lab.folder in trees.links:
         linked = _cached_links([job])[lab.folder]
         built = workspace.BuildOutcome(linked.ok, built.seconds + linked.seconds,
@@ -152,7 +159,7 @@ def student(job: LabJob) -> StudentBuild:
     errors = workspace.compile_errors(built.log_tail, job.student_paths) if not built.ok else []
     job.log(f"----- {lab.folder}: build output ({'ok' if built.ok else 'FAILED'}) -----\n"
             + without_paths(built.log_tail, trees.work).rstrip())
-    return StudentBuild(compiled, built, errors)
+    return StudentBuild(compiled, built, errors, output)
 
 
 def quiet_part(built: StudentBuild) -> PartResult:
@@ -206,6 +213,15 @@ def sha256(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def compiler_output(log: str, student_paths: dict[str, str], work: Path) -> str:
+    """A failed compile's output as the student reads it: their files by the names they
+    submitted (labs/NN_topic/topic.cu), no folder of the grader's."""
+    for full, short in student_paths.items():
+        if full.endswith(short) and len(full) > len(short):
+            log = log.replace(full[: -len(short)], "")
+    return without_paths(log, work).strip()
 
 
 def without_paths(text: str, work: Path) -> str:

@@ -44,8 +44,8 @@ def grade_lab(job: LabJob, lab_result: LabResult) -> None:
 
     binaries = build.binaries(job)
     for kind in build.STUDENT_KINDS:
-        if binaries[kind]:
-            lab_result.binaries[binaries[kind].name] = build.sha256(binaries[kind])
+        if binary := binaries[kind]:
+            lab_result.binaries[binary.name] = build.sha256(binary)
     place, canonical = tests.prepare(job, binaries)
     tested = tests.run(job, place, canonical)
     scored = scoring.correctness(rubric, tested.canonical, tested.runs, job.has_gpu,

@@ -32,7 +32,8 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
     rubric, trees = job.rubric, job.trees
     ctx = measure.Context(place.run_dir, trees.run_env, trees.identity, job.seed,
                           job.test_timeout, place.binaries.get, jail=place.jail,
-                          deadline=time.monotonic() + STAGE_BUDGET * job.test_timeout)
+                          deadline=time.monotonic() + STAGE_BUDGET * job.test_timeout,
+                          has_reference=job.lab.solution_dir.is_dir())
     folder = job.lab.folder
     ms = rubric.memory_safety
     if ms:
@@ -69,6 +70,7 @@ def _stretch(job: LabJob, ctx: measure.Context, tested: TestRuns, full_groups: s
     """The [stretch] part: its speed comes from the bench run above; its sanitizer cases
     run here, under the [memory_safety] tools, once its `requires` groups are at full marks."""
     stretch, ms = job.rubric.stretch, job.rubric.memory_safety
+    assert stretch is not None  # called for a rubric with [stretch] only
     sanitizer = None
     if stretch.sanitizer_tests and ms and not scoring.missing_groups(stretch.requires,
                                                                      full_groups):

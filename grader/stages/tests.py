@@ -61,8 +61,8 @@ def prepare(job: LabJob, binaries: dict[str, Path | None]) -> tuple[RunPlace, li
     run_dir.chmod(0o711)
     jail = sandbox.Jail(gpu=job.has_gpu)
     for kind in ("tests_student", "hidden_student", "bench_student"):
-        if binaries[kind]:
-            jail.add(binaries[kind], f"{sandbox.JAIL_ROOT}/bin/{binaries[kind].name}")
+        if binary := binaries[kind]:
+            jail.add(binary, f"{sandbox.JAIL_ROOT}/bin/{binary.name}")
     return RunPlace(run_dir, jail, binaries), canonical
 
 

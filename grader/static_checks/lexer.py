@@ -32,6 +32,7 @@ def tokens_of(own: list[tuple[int, str]]) -> list[Tok]:
     out, row = [], 0
     for m in _TOKEN.finditer(text):
         kind = m.lastgroup
+        assert kind is not None  # every alternative of _TOKEN is a named group
         value = m.group(0)
         if kind == "ws":
             row += value.count("\n")

@@ -115,6 +115,7 @@ def check_preprocessed(pre: Preprocessed, rules: LabRules, project: str,
     seen_files: set[str] = set()
     bad_files: set[str] = set()
     reported: set[tuple[str, str]] = set()
+    key: tuple[str, str] | None  # what a violation is reported once for
     own_all: list[list[tuple[int, str]]] = []
     pragma_all: list[tuple[int, str]] = []
     for text in texts:

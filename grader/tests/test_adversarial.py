@@ -394,5 +394,83 @@ class BonusExpectationTest(unittest.TestCase):
                          suite.FAIL)
 
 
+@unittest.skipUnless(HAVE_SOLUTIONS, NEEDS)
+class SkipConceptTest(unittest.TestCase):
+    """`skip_concept`: correct code that skips the lab's lesson, one case per lab, each bounded
+    by `max_total` (the lab's points, bonus included, at most that many), checked against a
+    result.json's lab points."""
+
+    def check(self, points: float, gpu: bool = True, unmeasured: tuple = (),
+              tools: dict | None = None, bound: float = 70) -> suite.Check:
+        case = next(c for c in suite.load_cases() if c.name == "06_skip_unpadded")
+        case = dataclasses.replace(case, expect={"max_total": bound})
+        parts = [{"kind": "correctness", "name": "Conflict-degree model", "status": "graded",
+                  "points": min(points, 25), "max_points": 25, "details": {}},
+                 {"kind": "correctness", "name": "Padded tile transpose",
+                  "status": "graded" if gpu else "not_graded",
+                  "points": max(points - 25, 0), "max_points": 75, "details": {}}]
+        for kind, worth in unmeasured:
+            parts.append({"kind": kind, "name": f"a {kind} part", "status": "not_measured",
+                          "points": 0, "max_points": 0,
+                          "details": {"points_if_measured": worth}})
+        most = sum(p["max_points"] for p in parts)
+        result = {"labs": [{"lab": case.lab.folder, "points": points, "max_points": most,
+                            "parts": parts}],
+                  "tools": tools if tools is not None else {"ncu": "/usr/bin/ncu"}}
+        return next(c for c in suite.check_result(case, result, [], gpu=gpu)
+                    if c.key == "max_total")
+
+    def test_the_bound_on_a_gpu(self):
+        self.assertEqual(self.check(64).verdict, suite.PASS)
+        self.assertEqual(self.check(70).verdict, suite.PASS)
+        self.assertEqual(self.check(70.5).verdict, suite.FAIL)
+        self.assertEqual(self.check(100).verdict, suite.FAIL)
+        self.assertIn("more than 70", self.check(85).detail)
+
+    def test_without_a_gpu(self):
+        # The host parts alone: n/a below the bound, since the GPU parts could add points.
+        self.assertEqual(self.check(25, gpu=False).verdict, suite.NA)
+        self.assertEqual(self.check(0, gpu=False).verdict, suite.NA)
+        # Host points already above it fail without a GPU (no lab's host parts allow it).
+        self.assertEqual(self.check(25, gpu=False, bound=20).verdict, suite.FAIL)
+
+    def test_a_part_not_measured(self):
+        # 60 points and 7 left out: measured, it could not pass 70 either way.
+        self.assertEqual(self.check(60, unmeasured=(("metric", 7),)).verdict, suite.PASS)
+        # 66 and 7 left out: the tool missing excuses it, the tool present does not.
+        self.assertEqual(self.check(66, unmeasured=(("metric", 7),), tools={}).verdict,
+                         suite.NA)
+        self.assertEqual(self.check(66, unmeasured=(("metric", 7),)).verdict, suite.FAIL)
+        self.assertEqual(self.check(66, unmeasured=(("performance", 15),), tools={}).verdict,
+                         suite.FAIL)
+
+    def test_every_lab_has_one_and_each_is_bounded(self):
+        cases = suite.load_cases()
+        skips = [c for c in cases if c.cls == "skip_concept"]
+        labs = {p.name[:2] for p in (ROOT / "labs").glob("[0-9][0-9]_*")}
+        self.assertEqual({c.lab.number for c in skips}, labs)
+        for c in skips:
+            with self.subTest(c.name):
+                self.assertLessEqual(c.expect["max_total"], 70)
+                self.assertNotIn("total", c.expect)
+                self.assertIn(f"T<={c.expect['max_total']:g}", c.expected_text())
+
+    def test_bad_max_total_is_reported(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, expect, problem in (
+                    ("04_no_bound", 'correctness = "full"', "must expect max_total"),
+                    ("04_text_bound", 'max_total = "70"', "max_total must be a positive number"),
+                    ("04_zero_bound", "max_total = 0", "max_total must be a positive number"),
+                    ("04_both", 'max_total = 70\ntotal = "full"', "keep one")):
+                folder = Path(tmp) / name
+                folder.mkdir()
+                (folder / "case.toml").write_text(
+                    f'lab = "04"\nclass = "skip_concept"\ndescription = "A case."\n'
+                    f'make_from = "base"\n\n[expect]\n{expect}\n')
+                with self.subTest(name), self.assertRaises(suite.CaseError) as caught:
+                    suite.load_case(folder)
+                self.assertIn(problem, str(caught.exception))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -22,7 +22,7 @@ from . import needs
 
 from .lab_fixtures import STUDENT_REL, line_of, make_submission
 
-HOST_POINTS = 25.0  # the model (15) and tile chooser (10) groups: graded without a GPU
+HOST_POINTS = 15.0  # the model (10) and tile chooser (5) groups: graded without a GPU
 
 
 def _missing() -> str:

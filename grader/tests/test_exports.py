@@ -26,7 +26,7 @@ GRADESCOPE_TOP = {"score", "execution_time", "output", "output_format", "test_ou
                   "test_name_format", "visibility", "stdout_visibility", "extra_data", "tests",
                   "leaderboard"}
 GRADESCOPE_TEST = {"score", "max_score", "status", "name", "name_format", "number", "output",
-                   "output_format", "tags", "visibility", "extra_data", "execution_time"}
+                   "output_format", "tags", "visibility", "extra_data"}
 GRADESCOPE_FORMATS = {"text", "html", "simple_format", "md", "ansi"}
 GRADESCOPE_VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
 # PrairieLearn's external grading results (docs/externalGrading.md, "Grading results").
@@ -245,6 +245,10 @@ class GradescopeTest(unittest.TestCase):
         self.assertTrue(all(t["score"] == t["max_score"] for t in passed))
         self.assertEqual(doc["leaderboard"][0]["value"], 13.25)
         self.assertEqual(doc["execution_time"], 116)
+        # No time per test in Gradescope's format: Catch2's goes in the test's extra_data.
+        case = next(t for t in doc["tests"] if "64 x 64" in t["name"])
+        self.assertEqual(case["extra_data"], {"seconds": 0.25})
+        self.assertFalse(any("execution_time" in t for t in doc["tests"]))
 
     def test_no_gpu_parts_are_pending_not_failed(self):
         doc = to_gradescope(fixtures()["no_gpu"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import tempfile
 import unittest
@@ -11,7 +12,7 @@ from pathlib import Path
 from grader.exports import FORMATS, write_exports
 from grader.exports.html import lab_plots, to_html
 from grader.exports.svg import nice_ticks
-from grader.result import GradeResult, LabResult, PartResult, TestResult
+from grader.result import BuildRecord, GradeResult, LabResult, PartResult, TestResult
 
 
 class _Collect(HTMLParser):
@@ -252,6 +253,89 @@ class NeutralMetricTest(unittest.TestCase):
         self.assertIsNotNone(row)
         self.assertEqual(row.group(1), "info")
         self.assertIn("reported, not scored", page)
+
+
+class CompilerOutputTest(unittest.TestCase):
+    """A failed build shows the compiler's whole output, escaped, scrollable and cut at a
+    sane size with a note; not only the first line of each error."""
+
+    NVCC = ("labs/04_tiled_matmul/tiled_matmul.cu(41): error: identifier \"idx\" is "
+            "undefined\n      c[idx] = a[row] < b[col] && ok;\n        ^\n\n"
+            "labs/04_tiled_matmul/tiled_matmul.cu(52): error: too few arguments in function "
+            "call\n          detected during instantiation of \"void tiled<16>(float *)\"\n\n"
+            "2 errors detected in the compilation of \"tiled_matmul.cu\".")
+
+    def page(self, output: str) -> str:
+        lab = LabResult("04_tiled_matmul", "Tiled", 0.0, 100.0)
+        lab.parts = [PartResult("build", "Build", "graded", 0.0, 0.0,
+                                "Your code does not compile:\n" + output.splitlines()[0])]
+        lab.build = BuildRecord(False, 3.0, [output.splitlines()[0]], False, output=output)
+        return to_html(GradeResult("s", 1, "2026-01-01T00:00:00Z", "0", None, {}, labs=[lab]))
+
+    def block(self, page: str) -> str:
+        found = re.search(r'<summary>Compiler output</summary><pre class="log">(.*?)</pre>',
+                          page, re.S)
+        self.assertIsNotNone(found, "no compiler output block")
+        return found.group(1)
+
+    def test_the_whole_error_escaped(self):
+        page = self.page(self.NVCC)
+        shown = html.unescape(self.block(page))
+        self.assertEqual(shown, self.NVCC)  # every line, the source line and caret included
+        self.assertIn("a[row] &lt; b[col] &amp;&amp; ok", page)
+        self.assertNotIn("Cut here", page)
+        self.assertIn("pre.log{max-height:", page)  # scrollable, not a page-long block
+        parsed = _Collect()
+        parsed.feed(page)
+        self.assertEqual(parsed.errors, [])
+
+    def test_a_long_output_is_cut_with_a_note(self):
+        from grader.exports.html import MAX_LOG_LINES
+        output = "\n".join(f"tiled_matmul.cu({i}): error: line {i}" for i in range(3000))
+        page = self.page(output)
+        shown = html.unescape(self.block(page)).splitlines()
+        self.assertEqual(len(shown), MAX_LOG_LINES)
+        self.assertEqual(shown[0], "tiled_matmul.cu(0): error: line 0")  # the first errors
+        self.assertIn(f"Cut here: the first {MAX_LOG_LINES} of 3000 lines", page)
+
+    def test_one_huge_line_is_cut_too(self):
+        from grader.exports.html import MAX_LOG_CHARS
+        page = self.page("error: " + "x" * (3 * MAX_LOG_CHARS))
+        self.assertEqual(len(html.unescape(self.block(page))), MAX_LOG_CHARS)
+        self.assertIn("Cut here: the first 1 of 1 lines", page)
+
+    def test_without_output_the_error_lines_are_shown(self):
+        lab = LabResult("02_coalescing", "Coalescing", 0.0, 100.0,
+                        build={"ok": False, "errors": ["coalescing.cu(41): error: bad"]})
+        page = to_html(GradeResult("s", 1, "t", "0", None, {}, labs=[lab]))
+        self.assertIn("<summary>Compiler errors</summary>", page)
+        self.assertIn("coalescing.cu(41): error: bad", page)
+        ok = LabResult("02_coalescing", "Coalescing", 0.0, 100.0, build={"ok": True})
+        self.assertNotIn("<summary>Compiler", to_html(GradeResult("s", 1, "t", "0", None, {},
+                                                                   labs=[ok])))
+
+    def test_the_output_names_files_as_submitted_and_hides_secrets(self):
+        from grader import leaks
+        from grader.stages.build import compiler_output
+        work = Path("/tmp/cml-grade-x")
+        src = work / "student" / "src"
+        rel = "labs/04_tiled_matmul/tiled_matmul.cu"
+        log = (f"FAILED: {work}/student/build/x.o\n{src}/{rel}(41): error: bad\n"
+               f"{src}/labs/04_tiled_matmul/tiled_matmul.cuh(3): note: declared here\n")
+        out = compiler_output(log, {str(src / rel): rel}, work)
+        self.assertEqual(out, f"FAILED: student/build/x.o\n{rel}(41): error: bad\n"
+                              "labs/04_tiled_matmul/tiled_matmul.cuh(3): note: declared here")
+        lab = LabResult("04_tiled_matmul", "Tiled", 0.0, 100.0,
+                        build=BuildRecord(False, 1.0, [], False, output=(
+                            "x.cu(1): error: bad\n    float secret_reference_line = 42;\n")))
+        leaks.Secrets({"float secret_reference_line = 42;"}).scrub_lab(lab)
+        self.assertNotIn("secret_reference_line", lab.build.output)
+        self.assertIn(leaks.NOTICE, lab.build.output)
+
+    def test_result_json_keeps_the_output(self):
+        record = BuildRecord(False, 1.0, ["e"], False, output=self.NVCC)
+        self.assertEqual(BuildRecord.from_dict(record.to_dict()).output, self.NVCC)
+        self.assertNotIn("output", BuildRecord(True, 1.0).to_dict())
 
 
 class NoGpuTest(unittest.TestCase):

@@ -1,40 +1,132 @@
-"""The grader's and the tools' Python stays clean: pyflakes (Debian's pyflakes3) finds nothing
-over grader/ and tools/ (unused imports and variables, names used before they exist, imports
-that shadow each other), and no line carries a `noqa` comment, which no tool of the project
-reads (pyflakes ignores them), so it would only hide a finding from the next reader."""
+"""The project checks itself: mypy over the grader with mypy.ini finds nothing, pyflakes
+(Debian's pyflakes3) finds nothing over grader/ and tools/ (unused imports and variables,
+names used before they exist, imports that shadow each other), and the C++ and CUDA sources
+match .clang-format (the students' files and the listed hand-wrapped ones aside). Each is
+skipped, with the reason, where its tool is not installed. No Python line carries a `noqa`
+comment: no tool of the project reads one (pyflakes ignores them), so it would only hide a
+finding from the next reader."""
 
 from __future__ import annotations
 
 import re
 import shutil
 import subprocess
+import tempfile
 import unittest
+from pathlib import Path
 
-from grader.paths import ROOT
+from grader.paths import ROOT, discover_labs
+from grader.rubric import load_rubric
 
-FOLDERS = ("grader", "tools")
+CXX_SUFFIXES = (".cu", ".cuh", ".cpp", ".hpp", ".h")
+PYTHON_FOLDERS = ("grader", "tools")  # pyflakes' and the noqa check's
 NOQA = re.compile(r"#\s*noqa\b", re.IGNORECASE)
+PENDING = ROOT / "grader" / "tests" / "data" / "clang_format_pending.txt"
+# clang-format --dry-run's finding: "FILE:LINE:COL: error: code should be clang-formatted".
+VIOLATION = re.compile(r"^(.+?):\d+:\d+: (?:error|warning): code should be clang-formatted",
+                       re.MULTILINE)
+
+
+def grader_modules() -> list[Path]:
+    """The grader's Python files mypy.ini has checked: all but the tests'."""
+    return [p for p in sorted((ROOT / "grader").rglob("*.py"))
+            if p.relative_to(ROOT / "grader").parts[0] != "tests"]
+
+
+def student_files() -> set[str]:
+    """The files students edit (each rubric's student_files, and the template's topic.cu):
+    their style is the student's."""
+    out = {"labs/_template/topic.cu"}
+    for lab in discover_labs():
+        out.update(load_rubric(lab).student_files)
+    return out
+
+
+def pending() -> list[str]:
+    """The hand-wrapped files left out of the format check (PENDING, comments skipped)."""
+    lines = PENDING.read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def cxx_sources() -> list[str]:
+    """The project's C++ and CUDA files under common/, labs/ and solutions/ (where there is
+    one), relative to the root."""
+    found = []
+    for top in ("common", "labs", "solutions"):
+        found += [p.relative_to(ROOT).as_posix() for p in sorted((ROOT / top).rglob("*"))
+                  if p.suffix in CXX_SUFFIXES and p.is_file()]
+    return found
+
+
+def unformatted(clang_format: str, files: list[str]) -> set[str]:
+    """The files among `files` that clang-format would change (per .clang-format)."""
+    if not files:
+        return set()
+    proc = subprocess.run([clang_format, "--dry-run", "--style=file", *files], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise AssertionError(f"clang-format failed ({proc.returncode}): {proc.stderr}")
+    return {Path(m).as_posix() for m in VIOLATION.findall(proc.stderr)}
+
+
+class MypyTest(unittest.TestCase):
+    @unittest.skipUnless(shutil.which("mypy"), "mypy is not installed (apt-get install mypy)")
+    def test_the_grader_type_checks(self):
+        with tempfile.TemporaryDirectory(prefix="cml-mypy-") as cache:
+            proc = subprocess.run([shutil.which("mypy") or "mypy", "--config-file", "mypy.ini",
+                                   "--cache-dir", cache], cwd=ROOT, capture_output=True,
+                                  text=True, timeout=900)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        # Every module was read: a config that checked nothing would succeed as well.
+        self.assertIn(f"no issues found in {len(grader_modules())} source files", proc.stdout)
 
 
 class PyflakesTest(unittest.TestCase):
     @unittest.skipUnless(shutil.which("pyflakes3"), "pyflakes3 is not installed "
                          "(apt-get install pyflakes3)")
     def test_no_findings(self):
-        proc = subprocess.run(["pyflakes3", *FOLDERS], cwd=ROOT, capture_output=True,
+        proc = subprocess.run(["pyflakes3", *PYTHON_FOLDERS], cwd=ROOT, capture_output=True,
                               text=True, timeout=300)
         self.assertEqual(proc.stdout + proc.stderr, "")
         self.assertEqual(proc.returncode, 0)
 
-
-class NoqaTest(unittest.TestCase):
     def test_no_noqa_comments(self):
         found = []
-        for folder in FOLDERS:
+        for folder in PYTHON_FOLDERS:
             for path in sorted((ROOT / folder).rglob("*.py")):
                 for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                     if NOQA.search(line):
                         found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
         self.assertEqual(found, [])
+
+
+@unittest.skipUnless(shutil.which("clang-format"),
+                     "clang-format is not installed (apt-get install clang-format)")
+class ClangFormatTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.clang_format = shutil.which("clang-format") or "clang-format"
+        self.sources = cxx_sources()
+        self.pending = pending()
+
+    def test_the_sources_match_the_style(self):
+        skip = student_files() | set(self.pending)
+        checked = [f for f in self.sources if f not in skip]
+        self.assertGreater(len(checked), 10)
+        proc = subprocess.run([self.clang_format, "--dry-run", "--Werror", "--style=file",
+                               *checked], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, "not in .clang-format's style (run `clang-format "
+                         f"-i FILE`):\n{proc.stderr[-6000:]}")
+
+    def test_the_pending_list_only_shrinks(self):
+        # Every listed file exists (a student copy has no solutions/) and is still unformatted.
+        has_solutions = (ROOT / "solutions").is_dir()
+        listed = [f for f in self.pending if has_solutions or not f.startswith("solutions/")]
+        self.assertEqual([f for f in listed if not (ROOT / f).is_file()], [],
+                         f"{PENDING.name} lists files that do not exist")
+        self.assertEqual(sorted(set(listed) - unformatted(self.clang_format, listed)), [],
+                         f"these files match the style now: remove them from {PENDING.name}")
+        self.assertEqual([f for f in listed if f in student_files()], [],
+                         "a student's file is never checked: it need not be listed")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ def lab06_metric(start: str):
 
 LOADS = "Shared-memory wavefronts per load instruction, padded"
 STORES = "Shared-memory wavefronts per store instruction, padded"
+LOADS_POINTS = lab06_metric(LOADS).points  # what the rubric gives the column reads
 GROUPS = {g.name for g in load_rubric(LAB06).correctness}  # every group at full marks
 
 
@@ -169,7 +170,8 @@ class MetricPartTest(MetricRun):
         self.assertIn("transpose_bottom_half", part.details["decided_by"])
         self.assertEqual([(k["launches"], k["share"], k["significant"])
                           for k in part.details["by_kernel"]], [(4, 0.5, True), (4, 0.5, True)])
-        self.assertEqual((part.status, part.points, part.max_points), (GRADED, 4.0, 4.0))
+        self.assertEqual((part.status, part.points, part.max_points),
+                         (GRADED, LOADS_POINTS, LOADS_POINTS))
         self.assertEqual(part.reason, "")
         self.assertEqual(len(fake.commands), 1)
 
@@ -177,7 +179,7 @@ class MetricPartTest(MetricRun):
         fake = FakeNcu({"cml:candidate/": log("ncu_no_kernels.log"),
                         "cml:baseline/": log("ncu_baseline_naive.csv")})
         part = self.measure(lab06_metric(LOADS), fake)
-        self.assertEqual((part.status, part.points, part.max_points), (GRADED, 0.0, 4.0))
+        self.assertEqual((part.status, part.points, part.max_points), (GRADED, 0.0, LOADS_POINTS))
         self.assertIn("Your code launched no kernel in the timed call", part.reason)
         self.assertIsNone(part.details["value"])
         # One run of both ranges, nothing excluded: the baseline's launches in it tell this
@@ -236,7 +238,8 @@ class MetricPartTest(MetricRun):
     def test_refused_counters_are_not_measured(self):
         fake = FakeNcu({"cml:candidate/": log("ncu_refused.log")}, returncode=1)
         part = self.measure(lab06_metric(LOADS), fake)
-        self.assertEqual((part.status, part.points, part.max_points), (NOT_MEASURED, 0.0, 4.0))
+        self.assertEqual((part.status, part.points, part.max_points),
+                         (NOT_MEASURED, 0.0, LOADS_POINTS))
         self.assertIn("ERR_NVGPUCTRPERM", part.reason)
 
     def test_no_ncu_is_not_measured(self):
@@ -255,7 +258,7 @@ class MetricPartTest(MetricRun):
         part = self.measure(lab06_metric(LOADS),
                             FakeNcu({"cml:candidate/": log("ncu_textbook_padded.csv")}),
                             groups=GROUPS - {"Padded tile transpose"})
-        self.assertEqual((part.status, part.points, part.max_points), (GRADED, 0.0, 4.0))
+        self.assertEqual((part.status, part.points, part.max_points), (GRADED, 0.0, LOADS_POINTS))
         self.assertIn("Measured 1.01", part.reason)
         self.assertIn("need full marks first in: Padded tile transpose", part.reason)
 
@@ -294,7 +297,8 @@ class MetricPartTest(MetricRun):
         self.assertAlmostEqual(part.details["value"], 1 / 32)
         self.assertEqual(part.details["baseline_value"], 4 * 2097152)
         self.assertEqual(len(fake.commands), 1)  # both calls from one profiler run
-        self.assertIn("Measured 0.03125 (reported, not scored).", part.reason)
+        # 1/32 is inside the rubric's range: full points, and no reason to give
+        self.assertEqual((part.points, part.reason), (metric.points, ""))
 
     def test_an_average_is_weighted_by_each_launchs_time(self):
         lab07 = load_rubric(LabPaths("07_occupancy", "07", "occupancy", ROOT))
@@ -309,7 +313,7 @@ class MetricPartTest(MetricRun):
         # time) does not decide.
         self.assertAlmostEqual(part.details["value"], (80e6 + 30e6) / 1.5e6)
         self.assertEqual(part.details["decided_by"], "chase_tuned_kernel")
-        self.assertEqual(part.points, 5.0)
+        self.assertEqual(part.points, metric.points)
         self.assertEqual(part.details["outliers"], [])
 
 
@@ -463,7 +467,7 @@ class KernelsOfTheCallTest(MetricRun):
                                         [chase, helper])
                 self.assertEqual(part.details["value"], 80.0)
                 self.assertEqual(part.status, status)
-                self.assertEqual(part.points, 5.0 if status == GRADED else 0.0)
+                self.assertEqual(part.points, metric.points if status == GRADED else 0.0)
 
     def test_a_reported_metric_or_a_total_is_the_whole_call(self):
         metric = lab06_metric("Shared-memory wavefronts per load instruction, conflicted")

@@ -245,6 +245,80 @@ class PerformanceTest(unittest.TestCase):
                              reference=self.with_limits(load("reference.json")))
         self.assertEqual((part.status, part.points), (GRADED, 20))
 
+    def test_the_speed_of_light_is_kept_beside_the_score(self):
+        # 137 GFLOP in the student's and the reference's 15.1 ms: 9.07 TFLOP/s, 15 % of 60.
+        part, _ = self.grade(self.with_limits(load("verified.json")),
+                             reference=self.with_limits(load("reference.json")))
+        self.assertEqual((part.status, part.points), (GRADED, 20))
+        sol = benchdoc.SpeedOfLight.from_dict(part.details["speed_of_light"])
+        self.assertEqual((sol.bound, sol.limit, sol.limits_from), ("flop", 60000.0, "reference"))
+        self.assertAlmostEqual(sol.student_rate, 9072.8841, places=3)
+        self.assertAlmostEqual(sol.reference_fraction, 9072.8841 / 60000.0, places=7)
+        self.assertEqual(sol.text(), "Speed of light: your kernel does 9.07 TFLOP/s, 15 % of "
+                                     "this GPU's measured FP32 peak (60.0 TFLOP/s); the "
+                                     "reference 15 %.")
+        # Correctness groups short of full marks: no points, the verified timing still shown.
+        part, _ = self.grade(self.with_limits(load("verified.json")),
+                             reference=self.with_limits(load("reference.json")), groups=())
+        self.assertEqual(part.points, 0.0)
+        self.assertIn("speed_of_light", part.details)
+        # Below the floor: flagged, and the fraction above the limit says why.
+        part, _ = self.grade(self.with_limits(self.impossibly_fast()),
+                             reference=self.with_limits(load("reference.json")))
+        self.assertEqual(part.status, REVIEW)
+        self.assertGreater(part.details["speed_of_light"]["student_fraction"], 1.1)
+
+    def student_copy(self, student: dict, solutions: bool = False):
+        """The student's bench alone, as in a student copy: no bench_solution binary."""
+        ctx = measure.Context(run_dir=Path(self.tmp.name), env={}, identity=None, seed=7,
+                              timeout=60, binary={"bench_student": Path("s")}.get,
+                              has_reference=solutions)
+        calls = []
+
+        def fake_run(binary, args, ctx, trusted):
+            calls.append(trusted)
+            return copy.deepcopy(student), "", None
+
+        perf = self.rubric.performance
+        with mock.patch.object(measure, "run_bench", fake_run):
+            runs = measure.performance(perf, ctx)
+        return scoring.performance_part(perf, runs, {GROUP}), calls
+
+    def test_a_student_copy_times_the_students_bench_alone(self):
+        part, calls = self.student_copy(self.with_limits(load("verified.json")))
+        self.assertEqual(calls, [False])  # only the student's bench, untrusted
+        self.assertEqual((part.status, part.points), (NOT_MEASURED, 0.0))
+        self.assertIn("no reference solution", part.reason)
+        self.assertRegex(part.reason, r"your kernel ran \d+\.\d\dx the baseline's speed")
+        self.assertGreater(part.details["student_speedup"], 1.0)
+        sol = benchdoc.SpeedOfLight.from_dict(part.details["speed_of_light"])
+        self.assertEqual((sol.limits_from, sol.reference_fraction), ("student", None))
+        # a wrong timed output is said, and no figure is kept
+        wrong = self.with_limits(load("verified.json"))
+        wrong["comparisons"][0]["candidate"]["verification"]["passed"] = False
+        part, _ = self.student_copy(wrong)
+        self.assertNotIn("speed_of_light", part.details)
+        # where solutions/ exists, a missing reference bench is the grader's problem
+        part, calls = self.student_copy(load("verified.json"), solutions=True)
+        self.assertEqual((calls, part.reason), ([], "Not measured: the bench was not built."))
+
+    def test_no_speed_of_light_where_the_timing_is_not_believed(self):
+        altered = self.with_limits(load("verified.json"))
+        altered["comparisons"][0]["speedup"]["median"] = 15.4
+        cases = {"an altered document": altered,
+                 "a wrong timed output": self.with_limits(load("mismatch.json")),
+                 "no kernel launched": self.with_limits(load("no_launch.json")),
+                 "the host-time review flag": self.with_limits(load("review.json")),
+                 "no limits measured": load("verified.json")}
+        for what, doc in cases.items():
+            with self.subTest(what):
+                reference = load("reference.json")
+                if what != "no limits measured":
+                    reference = self.with_limits(reference)
+                part, _ = self.grade(doc, reference=reference)
+                self.assertEqual(part.points, 0.0 if what != "no limits measured" else 20)
+                self.assertNotIn("speed_of_light", part.details)
+
     def test_old_schema_is_refused(self):
         doc = load("verified.json")
         doc["schema"] = "cml-bench/1"
@@ -312,7 +386,8 @@ class GpuSectionTest(unittest.TestCase):
             metrics=[Metric(name="m", metric="x.sum", points=0)], stretch=None)
         job = SimpleNamespace(
             rubric=rubric, seed=7, test_timeout=60, has_gpu=True, gpu_section=section,
-            say=lambda text: None, lab=SimpleNamespace(folder="04_tiled_matmul"),
+            say=lambda text: None, lab=SimpleNamespace(folder="04_tiled_matmul",
+                                                    solution_dir=Path("/")),
             trees=SimpleNamespace(run_env={}, identity=None))
         place = RunPlace(Path("/run"), None, {})
         case = Case("small", ("lab04", "gpu", "s"))

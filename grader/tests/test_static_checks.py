@@ -577,3 +577,42 @@ class CompiledTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StandInTest(unittest.TestCase):
+    """A weak function of the lab's given code (lab 04's optional bonus) is the student's to
+    replace, also in the student copy, where no reference object names the interface; an
+    inline function the harness instantiates (weak too, in a COMDAT section) is not."""
+
+    def setUp(self):
+        if not (shutil.which("g++") and shutil.which("readelf") and shutil.which("c++filt")):
+            self.skipTest("needs g++, readelf and c++filt")
+        self.tmp = Path(tempfile.mkdtemp(prefix="cml-standin-"))
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def compile(self, folder: str, text: str) -> Path:
+        src = self.tmp / f"{folder.replace('.', '_')}.cpp"
+        src.write_text(text)
+        (self.tmp / folder).mkdir()
+        obj = self.tmp / folder / "given.o"
+        subprocess.run(["g++", "-O2", "-fno-inline", "-c", str(src), "-o", str(obj)], check=True)
+        return obj
+
+    def test_a_given_stand_in_is_replaceable_and_an_inline_helper_is_not(self):
+        header = ("namespace lab04 { inline int helper(int x) { return x + 1; } "
+                  "void bonus(int n); }\n")
+        # A stand-in that always throws lands in .text.unlikely, as lab 04's does.
+        given = header + ("namespace lab04 { __attribute__((weak)) void bonus(int n) "
+                          "{ throw n; } }\nint use(int x) { return lab04::helper(x); }\n")
+        student = ("namespace lab04 { int helper(int x) { return x + 2; } "
+                   "void bonus(int n) { (void)n; } }\n")
+        student_obj = self.compile("student.dir", student)
+        for folder, replaceable in (("lab04_given.dir", True), ("lab04_tests_student.dir", False)):
+            with self.subTest(harness=folder):
+                harness = self.compile(folder, given)
+                found = sc.check_object(student_obj, None, rules_for("04_tiled_matmul"),
+                                        sc.SourceReport(), [harness])
+                named = {v.name.split("(")[0] for v in found}
+                self.assertIn("lab04::helper", named, [v.describe() for v in found])
+                self.assertEqual("lab04::bonus" not in named, replaceable,
+                                 [v.describe() for v in found])

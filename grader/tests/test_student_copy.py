@@ -150,10 +150,10 @@ class StudentCopyTest(unittest.TestCase):
         for folder, nn in re.findall(r"command: build/labs/(\w+)/lab(\d\d)_tests_student", text):
             self.assertEqual(folder[:2], nn)
             self.assertTrue((self.out / "labs" / folder / "tests").is_dir())
-        # lab 04's host groups: the load model (15) and the tile chooser (10)
+        # lab 04's host groups: the load model (10) and the tile chooser (5)
         scores = [int(s) for s in re.findall(
             r"lab04_tests_student '.*'\n\s+timeout: \d+\n\s+max-score: (\d+)", text)]
-        self.assertEqual(sum(scores), 25)
+        self.assertEqual(sum(scores), 15)
 
     def test_the_build_workflow_reports_host_tests(self):
         text = (self.out / ".github/workflows/build.yml").read_text()

@@ -38,6 +38,7 @@ CLASSES = {
     "dilute_metric": "a cheap extra kernel that makes a profiler metric look right",
     "denial_of_service": "denial of service",
     "fair": "fair code that must keep full marks",
+    "skip_concept": "correct code that skips the lab's lesson",
     "broken_honest": "broken but honest",
 }
 TOP_KEYS = {"lab", "class", "description", "expect", "compiles", "test_timeout", "make_from",
@@ -49,7 +50,7 @@ LEVELS = ("zero", "short", "full")
 BONUS_LEVELS = ("zero", "partial", "full")  # "partial": some of the offered points, not all
 EXPECT_KEYS = {"refused": REFUSALS, "names": list, "correctness": LEVELS, "speed": LEVELS,
                "memory_safety": LEVELS, "metrics": LEVELS, "total": LEVELS, "no_leak": bool,
-               "bonus": BONUS_LEVELS, "zero_parts": list,
+               "bonus": BONUS_LEVELS, "zero_parts": list, "max_total": (int, float),
                "max_stage_seconds": (int, float), "max_lab_seconds": (int, float),
                "no_survivors": bool}
 TRANSFORMS = ("crlf", "bom")
@@ -92,6 +93,8 @@ class Case:
                            ("speed", "S"), ("metrics", "X"), ("bonus", "B")):
             if key in e:
                 parts.append(f"{short}={'0' if e[key] == 'zero' else e[key]}")
+        if "max_total" in e:
+            parts.append(f"T<={e['max_total']:g}")
         for pattern in e.get("zero_parts", []):
             parts.append(f"0:'{str(pattern)[:24]}'")
         if e.get("no_leak"):
@@ -152,6 +155,11 @@ def load_case(folder: Path, root: Path = ROOT) -> Case:
         problems.append("[expect] names needs refused")
     if cls == "fair" and expect.get("total") != "full":
         problems.append("a fair case must expect total = \"full\"")
+    if cls == "skip_concept" and "max_total" not in expect:
+        problems.append("a skip_concept case must expect max_total (the most it may score)")
+    if "max_total" in expect and expect.get("total") in ("zero", "full"):
+        problems.append(f"[expect] max_total beside total = \"{expect['total']}\": keep one "
+                        "(they repeat or contradict each other)")
     make_from = doc.get("make_from")
     if make_from not in (None, "solution", "skeleton", "base"):
         problems.append(f"make_from = {make_from!r} is not 'solution', 'skeleton' or 'base'")
@@ -532,6 +540,34 @@ def _zero_part(lab: dict, pattern: str, gpu: bool) -> Check:
     return Check(key, PASS, f"0/{_sum(parts, 'max_points'):g}")
 
 
+def _max_total(lab: dict, bound: float, result: dict, gpu: bool) -> Check:
+    """The lab's points, bonus included, are at most `bound` (`max_total`): correct code that
+    skips the lab's lesson earns what its correctness earns, not full marks."""
+    points, most = float(lab.get("points") or 0), float(lab.get("max_points") or 0)
+    got = f"{points:g}/{most:g}"
+    if points > bound:  # earned points only grow with more of the grade: a FAIL stands
+        return Check("max_total", FAIL, f"{got}, more than {bound:g}")
+    if not gpu:
+        # The GPU parts score nothing here (not graded): the points are what the host parts
+        # earned, and a GPU could only add to them. Host points above the bound already
+        # failed above; for the suite's cases that cannot happen (every lab's host parts
+        # offer fewer points than their bound of 70), so without a GPU the check is n/a.
+        return Check("max_total", NA, f"{got} from the host parts; GPU parts need a GPU")
+    unmeasured = [p for p in lab.get("parts", []) if p.get("status") == "not_measured"]
+    left_out = sum(max(float(p.get("max_points") or 0),
+                       float((p.get("details") or {}).get("points_if_measured") or 0))
+                   for p in unmeasured)
+    if unmeasured and points + left_out > bound:
+        # Measured, the part could have lifted the points over the bound.
+        if any(_tool_present(result, p.get("kind", "")) or p.get("kind") == "performance"
+               for p in unmeasured):
+            return Check("max_total", FAIL, f"{got}, but not measured (points left the "
+                         f"maximum): {unmeasured[0].get('name')}")
+        return Check("max_total", NA, f"{got}, but not everything was measured here "
+                     f"({unmeasured[0].get('name')})")
+    return Check("max_total", PASS, f"{got}, at most {bound:g}")
+
+
 def _bonus_level(lab: dict, level: str, result: dict, gpu: bool) -> Check:
     """The optional bonus's parts together (every part that offers points on top of the
     lab's maximum: details["bonus"]): "zero" none of their points, "full" all the points
@@ -671,6 +707,8 @@ def check_result(case: Case, result: dict, files: list[Path], *, gpu: bool,
             else:
                 checks.append(Check("total", PASS, f"host parts full ({len(host)} host tests); "
                                     "GPU parts need a GPU"))
+    if "max_total" in e:
+        checks.append(_max_total(lab, float(e["max_total"]), result, gpu))
     if e.get("no_leak"):
         leaks = find_leaks(files, secrets or set(), tree_paths or [])
         checks.append(Check("no_leak", FAIL if leaks else PASS,
