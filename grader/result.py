@@ -218,7 +218,7 @@ class GradeResult:
     # no jail could be made, {"jailed": false, "why": ...} (grading went on, less protected)
     sandbox: dict[str, Any] = field(default_factory=dict)
     gpu_seconds: float = 0.0  # the labs' gpu_seconds, added up
-    # A late submission of a batch with a late policy (grader/deadlines.py): {"factor": 0.8,
+    # A late submission of a batch with a late policy (grader/batch/deadlines.py): {"factor": 0.8,
     # "label": "late 1.20 days (-20%)", "points": the score after the penalty,
     # "unpenalised_points": `points` above, "deadline", "commit_time"}; {} when on time
     # or without a deadline (then left out of result.json). `points` stays the rubric's.

@@ -358,7 +358,7 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
     top = _Checker(file, "the top level", doc)
     top.only(("student_files", "lab", "correctness", "memory_safety", "performance",
               "metrics", "static", "release", "stretch"))
-    if "release" in doc:  # read by grader/release.py: labs whose answers this lab's given code holds
+    if "release" in doc:  # read by grader/course/releases.py: labs whose answers this lab's given code holds
         rel = _Checker(file, "[release]", doc["release"])
         rel.only(("contains_answers_of",))
         rel.strings("contains_answers_of", required=False)

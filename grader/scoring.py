@@ -18,9 +18,9 @@ from .result import (FAILED, GRADED, NOT_GRADED, NOT_MEASURED, NOT_RUN, PASSED, 
                      GradeResult, LabResult, PartResult, TestResult)
 
 if TYPE_CHECKING:  # the measurements' types only; scoring runs nothing
-    from .measure import BenchRuns, MetricRun, SanitizerRuns
+    from .measurements import BenchRuns, MetricRun, SanitizerRuns
     from .rubric import MemorySafety, Metric, Performance, Rubric, Stretch
-    from .testrun import Case
+    from .catch2.testrun import Case
 
 ROUND = 4  # decimal places kept in points
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Lab 06's profiler metrics measured the way the grader measures them (grader/measure.py: the
-# rubric's own ncu command, parser and scoring), on a machine with a GPU and Nsight Compute:
+# Lab 06's profiler metrics measured the way the grader measures them (grader/measurements.py:
+# the rubric's own ncu command, parser and scoring), on a machine with a GPU and Nsight Compute:
 # every [[metrics]] entry on the reference bench, then the scored ones on the skeleton and on
 # the padded transposes of grader/tests/fixtures/metrics/recipes.json (written other fair
 # ways: must keep the points; the unpadded tile and no shared memory: must not). Prints each
@@ -72,7 +72,7 @@ import os
 import sys
 from pathlib import Path
 
-from grader import measure
+from grader import measurements, scoring
 from grader.paths import find_lab
 from grader.result import GRADED
 from grader.rubric import load_rubric
@@ -95,12 +95,12 @@ for name in subjects:
         continue
     run_dir = out / "runs" / name
     run_dir.mkdir(parents=True, exist_ok=True)
-    ctx = measure.Context(run_dir=run_dir, env=dict(os.environ), identity=None, seed=1,
-                          timeout=120, binary=lambda kind, b=binary: b
-                          if kind == "bench_student" else None, counter=[0])
+    ctx = measurements.Context(run_dir=run_dir, env=dict(os.environ), identity=None, seed=1,
+                               timeout=120, binary=lambda kind, b=binary: b
+                               if kind == "bench_student" else None)
     cells, ok = [], True
     for metric in rubric.metrics if name == "reference" else scored:
-        part = measure.metric_part(metric, ctx, groups)
+        part = scoring.metric_part(metric, measurements.metric(metric, ctx), groups)
         value = part.details.get("value")
         shown = "-" if value is None else f"{value:.5g}"
         if name == "reference" and metric is rubric.metrics[0]:

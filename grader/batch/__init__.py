@@ -19,6 +19,9 @@ submissions (or two batches) never time each other. Builds and host tests run in
     schedule.py     the local batch: tasks as processes, a few at a time
     collect.py      the gradebook, the summary and the manifest
     slurm.py        the same tasks as a Slurm job array
+    deadlines.py    which commit of a git submission is graded; the late policy
+    regrade_rules.py  whom to grade again, rescoring, overrides, the grade history
+    integrity.py    the integrity report: identical files and similarity leads
 """
 
 from __future__ import annotations

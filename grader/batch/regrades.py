@@ -1,8 +1,9 @@
 """What a batch does besides grading (grader/README.md, docs/cluster.md): pinning git
 submissions to the commit due at the student's deadline, merging a new roster into an earlier
 plan, choosing whom to grade again, rescoring stored results, applying `overrides.csv` and
-writing the integrity report. The decisions themselves live in grader/deadlines.py,
-grader/regrade.py and grader/integrity.py; this module applies them to a batch's folder."""
+writing the integrity report. The decisions themselves live in grader/batch/deadlines.py,
+grader/batch/regrade_rules.py and grader/batch/integrity.py; this module applies them to a batch's
+folder."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .. import deadlines, integrity, regrade, workspace
+from . import deadlines, integrity, regrade_rules
+from .. import workspace
 from ..atomic import write_all, write_atomic
 from ..exports.registry import WRITERS
 from ..result import GradeResult
@@ -155,16 +157,16 @@ def merge_plans(old: Plan | None, new: list[Submission]) -> list[Submission]:
 
 
 def chosen(out_dir: Path, plan: Plan, only: str | None, only_status: str | None) -> set[str]:
-    """The students `--only` and `--only-status` pick (regrade.select_students)."""
+    """The students `--only` and `--only-status` pick (regrade_rules.select_students)."""
     statuses = {}
     for sub in plan.submissions:
         stamp = read_stamp(out_dir, sub.student)
-        statuses[sub.student] = regrade.student_statuses(
+        statuses[sub.student] = regrade_rules.student_statuses(
             _read_json(out_dir / sub.student / "result.json"), stamp.status if stamp else None)
     try:
-        return set(regrade.select_students([s.student for s in plan.submissions], statuses,
-                                           only, only_status))
-    except regrade.RegradeError as err:
+        return set(regrade_rules.select_students([s.student for s in plan.submissions], statuses,
+                                                 only, only_status))
+    except regrade_rules.RegradeError as err:
         raise BatchError(str(err)) from None
 
 
@@ -193,8 +195,8 @@ def rescore(out_dir: Path) -> list[str]:
         if data is None:
             continue
         try:
-            todo.append((student_dir, base, regrade.rescore(data, rubrics)))
-        except regrade.RegradeError as err:
+            todo.append((student_dir, base, regrade_rules.rescore(data, rubrics)))
+        except regrade_rules.RegradeError as err:
             problems.append(f"{base}: {err}")
     if problems:
         raise BatchProblems(problems + ["nothing was rescored"])
@@ -202,7 +204,7 @@ def rescore(out_dir: Path) -> list[str]:
     for student_dir, base, new in todo:
         files[base] = GradeResult.from_dict(new).to_json() + "\n"
         _result_files(plan, student_dir, new, files)  # collect applies the overrides again
-        _history_file(student_dir, regrade.history_entry(new, "rescored"), files)
+        _history_file(student_dir, regrade_rules.history_entry(new, "rescored"), files)
     write_all(files)  # every student's files or none
     return [d.name for d, _, _ in todo]
 
@@ -212,8 +214,8 @@ def override_problems(out_dir: Path, plan: Plan) -> list[str]:
     not in the batch, a lab or part the student's result does not have, points outside
     the part's range."""
     try:
-        overrides = regrade.read_overrides(out_dir / OVERRIDES)
-    except regrade.RegradeError as err:
+        overrides = regrade_rules.read_overrides(out_dir / OVERRIDES)
+    except regrade_rules.RegradeError as err:
         return [str(err)]
     problems = []
     students = {s.student for s in plan.submissions}
@@ -227,8 +229,8 @@ def override_problems(out_dir: Path, plan: Plan) -> list[str]:
         if base is None:
             continue  # not graded yet: applied once it is
         try:
-            regrade.apply_overrides(base, o.student, [o])
-        except regrade.RegradeError as err:
+            regrade_rules.apply_overrides(base, o.student, [o])
+        except regrade_rules.RegradeError as err:
             problems.append(str(err).replace(f"{OVERRIDES}:", f"{out_dir / OVERRIDES}:", 1))
     return problems
 
@@ -244,7 +246,7 @@ def apply_overrides(out_dir: Path, plan: Plan,
     problems = override_problems(out_dir, plan)
     if problems:
         raise BatchProblems(problems)
-    overrides = regrade.read_overrides(out_dir / OVERRIDES)
+    overrides = regrade_rules.read_overrides(out_dir / OVERRIDES)
     mine_only = files is None
     files = {} if files is None else files
     notes: dict[str, list[str]] = {}
@@ -265,12 +267,12 @@ def apply_overrides(out_dir: Path, plan: Plan,
             base = json.loads(text)
         else:
             continue
-        new, said = regrade.apply_overrides(base, sub.student, mine)
+        new, said = regrade_rules.apply_overrides(base, sub.student, mine)
         current = _read_json(student_dir / "result.json")
         if current != json.loads(GradeResult.from_dict(new).to_json()):
             _result_files(plan, student_dir, new, files)
-            _history_file(student_dir, regrade.history_entry(new, "override: " +
-                                                             "; ".join(said)), files)
+            _history_file(student_dir, regrade_rules.history_entry(new, "override: " +
+                                                                   "; ".join(said)), files)
         notes[sub.student] = said
     if mine_only:
         write_all(files)
@@ -291,7 +293,7 @@ def _result_files(plan: Plan, student_dir: Path, data: dict,
 def _history_file(student_dir: Path, entry: dict, files: dict[Path, str | None]) -> None:
     """The history with one line more (written whole with the other files; the lines
     before are kept as they are)."""
-    path = student_dir / regrade.HISTORY_FILE
+    path = student_dir / regrade_rules.HISTORY_FILE
     before = files.get(path)
     if before is None:
         before = path.read_text(encoding="utf-8") if path.is_file() else ""

@@ -1,14 +1,14 @@
 """The batch as Slurm jobs: a prep job that fills the reference cache, then a job array with
 one task per submission, each running the same task command as the local batch, so the
 output folder is laid out the same. What is asked of Slurm (gres, CPUs, memory, time,
-partition, account, setup lines, interpreter) is a `slurm_options.SlurmOptions`."""
+partition, account, setup lines, interpreter) is a `job_options.SlurmOptions`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..atomic import write_atomic
-from ..slurm_options import SlurmOptions, array_script, prep_script, submit_line
+from ..cluster.job_options import SlurmOptions, array_script, prep_script, submit_line
 from .plan import Plan
 
 

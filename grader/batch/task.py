@@ -12,7 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
-from .. import pipeline, regrade, sandbox
+from .. import pipeline, sandbox
+from . import regrade_rules
 from ..atomic import write_atomic
 from ..exports import write_exports
 from ..gpu import pool_for
@@ -110,7 +111,7 @@ def _finish(out_dir: Path, plan: Plan, sub, result, status: str, hashes: dict, k
                   time.strftime("%Y-%m-%dT%H:%M:%S%z"), os.uname().nodename, sub.sha,
                   sub.commit_time)
     write_atomic(student_dir / STAMP_FILE, json.dumps(asdict(stamp), indent=2) + "\n")
-    entry = regrade.history_entry(json.loads(result.to_json()), f"graded ({status})")
+    entry = regrade_rules.history_entry(json.loads(result.to_json()), f"graded ({status})")
     entry.update({"host": stamp.host, "sha": sub.sha} if sub.sha else {"host": stamp.host})
-    regrade.append_history(student_dir, entry)
+    regrade_rules.append_history(student_dir, entry)
     return stamp

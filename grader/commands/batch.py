@@ -15,7 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from .. import batch, slurm_options
+from .. import batch
+from ..cluster import job_options
 from ..batch import regrades
 from ..batch.node import node_problem
 from ..exports import fmt_points
@@ -65,7 +66,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="at most this many array tasks at once (%%N)")
     p.add_argument("--sbatch", action="append", default=[], metavar="OPTION",
                    help="an extra #SBATCH line, e.g. --sbatch=--qos=short (repeatable)")
-    slurm_options.add_arguments(p)
+    job_options.add_arguments(p)
     p.add_argument("--slurm-prep", action=argparse.BooleanOptionalAction, default=True,
                    help="a prep job that fills the reference cache once, the array after it "
                         "(default on)")
@@ -260,7 +261,7 @@ def check_inputs(args: argparse.Namespace, out: Path, old: "batch.Plan | None",
     join and overrides.csv. Returns the
     download to stage (None for a folder or a roster) and the submissions; raises
     BatchProblems with one line per problem."""
-    from .. import deadlines
+    from ..batch import deadlines
     from ..exports import lms
     problems: list[str] = []
     try:
@@ -297,12 +298,12 @@ def check_inputs(args: argparse.Namespace, out: Path, old: "batch.Plan | None",
             except lms.RosterError as err:
                 problems += err.problems
     problems += _fetch_problems(args, subs)
-    from .. import regrade
+    from ..batch import regrade_rules
     for only, status in ((args.only, None), (None, args.only_status)):
         try:
             if only or status:
-                regrade.select_students(students, {}, only, status)
-        except regrade.RegradeError as err:
+                regrade_rules.select_students(students, {}, only, status)
+        except regrade_rules.RegradeError as err:
             problems.append(str(err))
     if old is not None and (out / regrades.OVERRIDES).is_file():
         problems += regrades.override_problems(out, old)
@@ -314,7 +315,7 @@ def check_inputs(args: argparse.Namespace, out: Path, old: "batch.Plan | None",
 def _fetch_problems(args: argparse.Namespace, subs: list["batch.Submission"]) -> list[str]:
     """--fetched-at: readable, naming students of the batch, and, under the cutoff policy,
     no fetch after the student's deadline."""
-    from .. import deadlines
+    from ..batch import deadlines
     try:
         fetched = regrades.read_fetched(args.fetched_at)
     except batch.BatchProblems as err:
@@ -361,16 +362,16 @@ def check_folder(args: argparse.Namespace, out: Path) -> None:
         raise batch.BatchProblems(problems)
 
 
-def _slurm_options(args: argparse.Namespace) -> "slurm_options.SlurmOptions | None":
+def _slurm_options(args: argparse.Namespace) -> "job_options.SlurmOptions | None":
     """The --slurm-* options, checked against the partition; None after saying why not."""
-    opts = slurm_options.from_args(args, args.timeout)
+    opts = job_options.from_args(args, args.timeout)
     if opts.gres_line is None and not args.no_gpu:
         print("batch: --slurm-gres none gives the tasks no GPU: give --no-gpu as well to "
               "grade without the GPU parts (the gradebook then says 'incomplete')",
               file=sys.stderr)
         return None
     if not args.slurm_no_check:
-        errors, note = slurm_options.check_here(opts)
+        errors, note = job_options.check_here(opts)
         for error in errors:
             print(f"batch: slurm: {error}", file=sys.stderr)
         if errors:
@@ -382,7 +383,7 @@ def _slurm_options(args: argparse.Namespace) -> "slurm_options.SlurmOptions | No
     return opts
 
 
-def _slurm(args: argparse.Namespace, opts: "slurm_options.SlurmOptions", plan: "batch.Plan",
+def _slurm(args: argparse.Namespace, opts: "job_options.SlurmOptions", plan: "batch.Plan",
            out: Path, only: set[str] | None) -> int:
     """--slurm: the prep job and the array after it."""
     indices = (None if only is None else
@@ -392,7 +393,7 @@ def _slurm(args: argparse.Namespace, opts: "slurm_options.SlurmOptions", plan: "
                                      force=args.force or only is not None)
     count = len(plan.submissions) if indices is None else len(indices)
     print(f"wrote {script} ({count} array tasks)" + (f" and {prep}" if prep else ""))
-    print(f"submit with:      {slurm_options.submit_line(prep, script)}")
+    print(f"submit with:      {job_options.submit_line(prep, script)}")
     print(f"when it is done:  python3 -m grader batch --collect {out}")
     return 0
 

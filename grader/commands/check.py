@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import slurm_job
+from ..cluster import job_submit
 from ..exports import write_exports
 from ..paths import ROOT
 from ..result import PASSED, GradeResult
@@ -36,7 +36,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     # .grader/work otherwise
     p.add_argument("--results", type=Path, default=None, help=argparse.SUPPRESS)
     p.add_argument("--work-dir", type=Path, default=None, help=argparse.SUPPRESS)
-    slurm_job.add_arguments(p)
+    job_submit.add_arguments(p)
     return p
 
 
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     if labs is None:
         return 1
     if args.slurm:
-        return slurm_job.run_job("check", args, ROOT, LAST)
+        return job_submit.run_job("check", args, ROOT, LAST)
     out, work = args.results or LAST, args.work_dir or WORK
     work.parent.mkdir(parents=True, exist_ok=True)
     result, status = grade_submission(ROOT, labs, GradingFlags.of(args), work, args.quiet)

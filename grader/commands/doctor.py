@@ -8,7 +8,7 @@ import json
 import shutil
 from typing import Any
 
-from .. import course as course_file
+from ..course import course_file
 from .. import device_limits, sandbox
 from ..paths import ROOT
 from ..tools import find_catch2, probe_toolchain, query_gpus

@@ -1,11 +1,11 @@
 """`expect-fail BINARY SPEC`: what the labNN.skeleton.* CTest tests run (see
-grader/expect_fail.py)."""
+grader/course/expected_failures.py)."""
 
 from __future__ import annotations
 
 import argparse
 
-from .. import expect_fail
+from ..course import expected_failures
 
 HELP = "check that a skeleton's test binary fails every case that needs the student's work"
 
@@ -18,4 +18,4 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    return expect_fail.run(args.binary, args.spec)
+    return expected_failures.run(args.binary, args.spec)

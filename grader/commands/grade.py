@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import slurm_job
+from ..cluster import job_submit
 from ..exports import write_exports
 from ._common import (GradingFlags, add_format_flag, add_grading_flags, labs_or_say,
                       grade_submission, table, write_result)
@@ -39,7 +39,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--name", default="",
                    help="the submission's name in the outputs (default: its path)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    slurm_job.add_arguments(p)
+    job_submit.add_arguments(p)
     return p
 
 
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"grade: {args.submission} does not exist", file=sys.stderr)
         return 1
     if args.slurm:
-        return slurm_job.run_job("grade", args)
+        return job_submit.run_job("grade", args)
     result, status = grade_submission(args.submission, labs, GradingFlags.of(args),
                                       args.work_dir, args.quiet)
     if args.name:

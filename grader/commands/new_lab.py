@@ -16,7 +16,7 @@ import re
 import shutil
 from pathlib import Path
 
-from .. import skeleton
+from ..course import skeletonize
 from ..paths import LAB_DIR_RE, ROOT, LabPaths, discover_labs, lab_name_parts
 
 HELP = "make a new lab pair (labs/, solutions/, handouts/) from labs/_template"
@@ -96,7 +96,7 @@ def make_lab(folder: str, title: str | None = None, root: Path = ROOT) -> list[P
         handout.parent.mkdir(parents=True, exist_ok=True)
         handout.write_text(handout_stub(folder, title), encoding="utf-8")
         written.append(handout)
-        skeleton.write([LabPaths(folder, number, topic, root)])
+        skeletonize.write([LabPaths(folder, number, topic, root)])
     except BaseException:  # leave no half-made lab behind
         for part in ("labs", "solutions"):
             shutil.rmtree(root / part / folder, ignore_errors=True)

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import release
+from ..course import releases
 
 HELP = "write the student copy (no solutions, no hidden tests) as a new git repository"
 
@@ -40,7 +40,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     try:
         if args.list:
-            plan = release.plan_release(labs=args.labs, earlier=args.earlier)
+            plan = releases.plan_release(labs=args.labs, earlier=args.earlier)
             for rel in plan.files:
                 print(f"  {rel}")
             for rel in plan.left_out:
@@ -56,9 +56,9 @@ def run(args: argparse.Namespace) -> int:
         if args.outdir is None:
             print("release: give OUTDIR (or --list)", file=sys.stderr)
             return 1
-        made = release.make_release(args.outdir, force=args.force, commit=not args.no_commit,
-                                    labs=args.labs, earlier=args.earlier)
-    except (release.ReleaseError, OSError) as err:
+        made = releases.make_release(args.outdir, force=args.force, commit=not args.no_commit,
+                                     labs=args.labs, earlier=args.earlier)
+    except (releases.ReleaseError, OSError) as err:
         print(f"release: {err}", file=sys.stderr)
         return 1
     print(f"wrote {len(made.files)} file(s) of {made.revision[:12]} to {args.outdir}, labs "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .. import skeleton
+from ..course import skeletonize
 from ..paths import discover_labs
 
 HELP = "regenerate (--write) or verify (--check) the student skeletons from the solutions"
@@ -21,12 +21,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     labs = discover_labs()
     if args.check:
-        problems = skeleton.check(labs)
+        problems = skeletonize.check(labs)
         for p in problems:
             print(p)
         if not problems:
             print(f"skeletons in sync for {len(labs)} lab(s)")
         return 1 if problems else 0
-    for path in skeleton.write(labs):
+    for path in skeletonize.write(labs):
         print(f"wrote {path}")
     return 0

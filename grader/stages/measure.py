@@ -9,14 +9,14 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Iterator
 
-from .. import measure, scoring
+from .. import measurements, scoring
 from ..result import LabResult
 from .job import STAGE_BUDGET, LabJob
 from .tests import TEST_KINDS, RunPlace, TestRuns
 
 
 @contextmanager
-def _section(job: LabJob, stage: str, ctx: measure.Context) -> Iterator[None]:
+def _section(job: LabJob, stage: str, ctx: measurements.Context) -> Iterator[None]:
     """The GPU section of `stage`; time spent waiting to enter it (another grader's GPU
     work) does not count against the lab's GPU time."""
     asked = time.monotonic()
@@ -30,10 +30,10 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
     """Each GPU part, scored, into `out` as soon as it is known (a later stage's failure
     keeps what came before); the bench's Timing record into out.timing."""
     rubric, trees = job.rubric, job.trees
-    ctx = measure.Context(place.run_dir, trees.run_env, trees.identity, job.seed,
-                          job.test_timeout, place.binaries.get, jail=place.jail,
-                          deadline=time.monotonic() + STAGE_BUDGET * job.test_timeout,
-                          has_reference=job.lab.solution_dir.is_dir())
+    ctx = measurements.Context(place.run_dir, trees.run_env, trees.identity, job.seed,
+                               job.test_timeout, place.binaries.get, jail=place.jail,
+                               deadline=time.monotonic() + STAGE_BUDGET * job.test_timeout,
+                               has_reference=job.lab.solution_dir.is_dir())
     folder = job.lab.folder
     ms = rubric.memory_safety
     if ms:
@@ -45,13 +45,13 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
         runs = None
         if not gate:
             with _section(job, "sanitizer", ctx):
-                runs = measure.memory_safety(ms, ctx, kinds)
+                runs = measurements.memory_safety(ms, ctx, kinds)
         out.parts.append(scoring.memory_safety_part(ms, runs, gate))
     perf = rubric.performance
     if perf:
         job.say(f"{folder}: timing the bench (yours and the reference)")
         with _section(job, "bench", ctx):
-            bench = measure.performance(perf, ctx)
+            bench = measurements.performance(perf, ctx)
         part = scoring.performance_part(perf, bench, full_groups)
         out.parts.append(part)
         out.timing = bench.timing
@@ -60,13 +60,13 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
     if rubric.metrics:
         job.say(f"{folder}: profiling ({len(rubric.metrics)} metric(s), one pass)")
         with _section(job, "profiler", ctx):
-            found = measure.metrics(rubric.metrics, ctx)
+            found = measurements.metrics(rubric.metrics, ctx)
         for entry, measured in zip(rubric.metrics, found):
             out.parts.append(scoring.metric_part(entry, measured, full_groups))
 
 
-def _stretch(job: LabJob, ctx: measure.Context, tested: TestRuns, full_groups: set[str],
-             bench: measure.BenchRuns) -> "scoring.PartResult":
+def _stretch(job: LabJob, ctx: measurements.Context, tested: TestRuns, full_groups: set[str],
+             bench: measurements.BenchRuns) -> "scoring.PartResult":
     """The [stretch] part: its speed comes from the bench run above; its sanitizer cases
     run here, under the [memory_safety] tools, once its `requires` groups are at full marks."""
     stretch, ms = job.rubric.stretch, job.rubric.memory_safety
@@ -80,5 +80,5 @@ def _stretch(job: LabJob, ctx: measure.Context, tested: TestRuns, full_groups: s
                         for c in tested.canonical)]
         job.say(f"{job.lab.folder}: compute-sanitizer ({spec})")
         with _section(job, "sanitizer", ctx):
-            sanitizer = measure.memory_safety(replace(ms, tests=spec), ctx, kinds)
+            sanitizer = measurements.memory_safety(replace(ms, tests=spec), ctx, kinds)
     return scoring.stretch_part(stretch, bench, full_groups, sanitizer)

@@ -16,7 +16,7 @@ from typing import Iterator
 
 from .. import parallel, sandbox, workspace
 from ..result import CRASHED, FAILED, PASSED, TIMEOUT
-from ..testrun import Case, CaseRun, Runner, list_cases
+from ..catch2.testrun import Case, CaseRun, Runner, list_cases
 from .job import STAGE_BUDGET, LabJob
 
 HOST_SPEC, GPU_SPEC = "~[gpu]", "[gpu]"

@@ -64,13 +64,13 @@ The modules, one job each: `rules` (the allow-lists for a lab), `symbols` (an ob
 symbols, demangled, and the scope of a mangled name), `nvcc` (the build's command and
 nvcc's preprocessing passes), `markers` (the line markers of a preprocessed file), `lexer`
 and `scan` (the student's tokens and what they declare), `source` (check 3), `libraries` (the
-names the system libraries export), `objects` (checks 1 and 2), `check` (all three in one
-call) and `results` (what they hand back).
+names the system libraries export), `objects` (checks 1 and 2), `all_checks` (all three in
+one call) and `results` (what they hand back).
 """
 
 from __future__ import annotations
 
-from .check import check_submission
+from .all_checks import check_submission
 from .lexer import strip_comments
 from .nvcc import (Preprocessed, RunFn, compile_command_from_db, local_run, preprocess,
                    student_compile_command)

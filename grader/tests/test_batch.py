@@ -20,7 +20,7 @@ from unittest import mock
 
 from grader import batch, gpu, pipeline
 from grader.batch import fingerprint
-from grader.slurm_options import SlurmOptions
+from grader.cluster.job_options import SlurmOptions
 from grader.paths import ROOT
 from grader.result import (FAILED, GRADED, NOT_GRADED, PASSED, TIMEOUT, GradeResult,
                            LabResult, PartResult, TestResult)
@@ -129,7 +129,7 @@ class ResumeKeyTest(TmpCase):
         self.assertIn("grader/workspace.py", files)
         self.assertIn("grader/allowlist.toml", files)  # what the static checks allow
         self.assertFalse([f for f in files if f.startswith("grader/batch/")])  # not regraded
-        self.assertNotIn("grader/release.py", files)
+        self.assertNotIn("grader/course/releases.py", files)
         if (ROOT / "solutions" / LAB).is_dir():
             self.assertIn(f"solutions/{LAB}/tests/test_hidden.cpp", files)
 

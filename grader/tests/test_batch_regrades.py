@@ -16,7 +16,8 @@ from unittest import mock
 from grader import batch
 from grader.batch import regrades
 from grader.commands import batch as command
-from grader import pipeline, regrade
+from grader import pipeline
+from grader.batch import regrade_rules
 from grader.paths import ROOT
 from grader.rubric import load_rubric
 from grader.result import GRADED, NOT_GRADED, GradeResult, LabResult, PartResult
@@ -132,7 +133,7 @@ class RegradeTest(unittest.TestCase):
 
     def test_rescore_scales_points_to_the_current_rubric(self):
         plan = self.plan(["ann"])
-        maxima = regrade.rubric_maxima(load_rubric(plan.lab_paths()[0]))
+        maxima = regrade_rules.rubric_maxima(load_rubric(plan.lab_paths()[0]))
         (kind, name), top = next(iter(maxima.items()))
         parts = [PartResult(k, n, GRADED, m / 2, m) for (k, n), m in maxima.items()]
         parts[0] = PartResult(kind, name, GRADED, top, top * 2)  # graded under an older rubric
@@ -214,12 +215,12 @@ class SlurmCommandTest(unittest.TestCase):
         roster.write_text("student,path\nann,subs/ann\nben,subs/ben\n")
         args = [str(roster), "--out", str(self.out), "--labs", "04", "--slurm"]
         self.assertEqual(self.run_command(*args, "--slurm-gres", "none"), 1)
-        with mock.patch("grader.slurm_options.check_here",
+        with mock.patch("grader.cluster.job_options.check_here",
                         return_value=(["time 45 min exceeds partition debug's MaxTime"], "")):
             self.assertEqual(self.run_command(*args, "--no-gpu"), 1)
         self.assertFalse((self.out / "slurm" / "grade.sbatch").exists())
         self.assertFalse((self.out / batch.PLAN_FILE).exists())  # nothing written at all
-        with mock.patch("grader.slurm_options.check_here", return_value=([], "")):
+        with mock.patch("grader.cluster.job_options.check_here", return_value=([], "")):
             self.assertEqual(self.run_command(*args, "--no-gpu", "--slurm-gres", "none",
                                               "--slurm-setup", "module load cuda",
                                               "--no-slurm-prep"), 0)
@@ -228,7 +229,7 @@ class SlurmCommandTest(unittest.TestCase):
         self.assertIn("module load cuda", text.splitlines())
         self.assertFalse((self.out / "slurm" / "prep.sbatch").exists())
         _store(self.out, "ben", _result(0.0), status=batch.GRADER_ERROR)
-        with mock.patch("grader.slurm_options.check_here", return_value=([], "")):
+        with mock.patch("grader.cluster.job_options.check_here", return_value=([], "")):
             self.assertEqual(self.run_command("--out", str(self.out), "--slurm",
                                               "--only-status", "error"), 0)  # --no-gpu kept
         text = (self.out / "slurm" / "grade.sbatch").read_text()
@@ -240,7 +241,7 @@ class SlurmCommandTest(unittest.TestCase):
 
 
 def regrade_history(student_dir: Path) -> list[dict]:
-    from grader.regrade import read_history
+    from grader.batch.regrade_rules import read_history
     return read_history(student_dir)
 
 

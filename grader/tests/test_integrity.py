@@ -9,7 +9,7 @@ import unittest
 import unittest.mock
 from pathlib import Path
 
-from grader import integrity
+from grader.batch import integrity
 from grader.paths import ROOT
 
 REL = "labs/01_warp_sizing/warp_sizing.cu"

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterator
 from unittest import mock
 
-from grader import measure, parsers, sandbox, scoring
+from grader import measurements, parsers, sandbox, scoring
 from grader.paths import ROOT, LabPaths
 from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import RubricError, load_rubric, parse_rubric
@@ -106,25 +106,25 @@ def log(name: str) -> str:
 
 
 @contextmanager
-def profiled(fake: FakeNcu, ncu: str | None = "/opt/ncu/ncu") -> Iterator[measure.Context]:
+def profiled(fake: FakeNcu, ncu: str | None = "/opt/ncu/ncu") -> Iterator[measurements.Context]:
     """A measurement context whose ncu (found at `ncu`) runs are `fake`'s."""
     with tempfile.TemporaryDirectory() as tmp, \
-            mock.patch.object(measure, "find_tool", return_value=ncu), \
-            mock.patch.object(measure.sandbox, "run", fake):
-        yield measure.Context(run_dir=Path(tmp), env={}, identity=None, seed=7, timeout=60,
-                              binary=lambda kind: Path(f"/grade/bin/lab_{kind}"))
+            mock.patch.object(measurements, "find_tool", return_value=ncu), \
+            mock.patch.object(measurements.sandbox, "run", fake):
+        yield measurements.Context(run_dir=Path(tmp), env={}, identity=None, seed=7, timeout=60,
+                                   binary=lambda kind: Path(f"/grade/bin/lab_{kind}"))
 
 
 class MetricRun(unittest.TestCase):
     def measure(self, metric, fake: FakeNcu, groups=GROUPS, ncu="/opt/ncu/ncu"):
         with profiled(fake, ncu) as ctx:
-            return scoring.metric_part(metric, measure.metric(metric, ctx), set(groups))
+            return scoring.metric_part(metric, measurements.metric(metric, ctx), set(groups))
 
 
 class NcuCommandTest(unittest.TestCase):
     def test_the_candidate_call_is_profiled_by_its_nvtx_range(self):
         m = lab06_metric(LOADS)
-        cmd = measure.ncu_command("ncu", m, Path("/b/bench"), 7, Path("/r/ncu-1.csv"))
+        cmd = measurements.ncu_command("ncu", m, Path("/b/bench"), 7, Path("/r/ncu-1.csv"))
         self.assertEqual(cmd, [
             "ncu", "--nvtx", "--nvtx-include", "cml:candidate/", "--nvtx-exclude",
             "cml:baseline/", "--metrics", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,"
@@ -134,8 +134,8 @@ class NcuCommandTest(unittest.TestCase):
         self.assertNotIn("-k", cmd)  # no kernel names anywhere
 
     def test_the_baseline_call_swaps_the_ranges(self):
-        cmd = measure.ncu_command("ncu", lab06_metric(LOADS), Path("/b"), 7, Path("/l"),
-                                  "baseline")
+        cmd = measurements.ncu_command("ncu", lab06_metric(LOADS), Path("/b"), 7, Path("/l"),
+                                       "baseline")
         self.assertEqual(cmd[1], "--nvtx")
         self.assertEqual(set(zip(cmd[2:6:2], cmd[3:6:2])),
                          {("--nvtx-include", "cml:baseline/"),
@@ -143,7 +143,7 @@ class NcuCommandTest(unittest.TestCase):
 
     def test_tests_target_profiles_every_kernel_and_averages_get_durations(self):
         m = load_rubric(LabPaths("01_warp_sizing", "01", "warp_sizing", ROOT)).metrics[0]
-        cmd = measure.ncu_command("ncu", m, Path("/b/tests"), 7, Path("/l"))
+        cmd = measurements.ncu_command("ncu", m, Path("/b/tests"), 7, Path("/l"))
         self.assertNotIn("--nvtx", cmd)
         self.assertEqual(cmd[cmd.index("--metrics") + 1],
                          "smsp__thread_inst_executed_per_inst_executed.ratio,"
@@ -201,17 +201,17 @@ class MetricPartTest(MetricRun):
     def test_launches_inside_both_ranges_belong_to_neither_call(self):
         # A range pushed inside the student's call cannot pass its kernels off as the
         # baseline's (nor the other way round): a launch under both ranges counts for none.
-        rows = [{"ID": "0", measure.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
+        rows = [{"ID": "0", measurements.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
                  'cml:candidate:none:none:none:none:none:none" "<default domain>:cml:baseline:'
                  'none:none:none:none:none:none"'},
-                {"ID": "1", measure.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
+                {"ID": "1", measurements.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
                  'cml:candidate:none:none:none:none:none:none"'},
-                {"ID": "2", measure.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
+                {"ID": "2", measurements.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
                  'cml:baseline_x:none:none:none:none:none:none"'}]
-        self.assertEqual([r["ID"] for r in measure.rows_of_call(rows, "candidate")], ["1"])
-        self.assertEqual(measure.rows_of_call(rows, "baseline"), [])
-        self.assertEqual(len(measure.rows_of_call(rows, "any")), 3)
-        self.assertIsNone(measure.rows_of_call([{"ID": "0"}], "candidate"))
+        self.assertEqual([r["ID"] for r in measurements.rows_of_call(rows, "candidate")], ["1"])
+        self.assertEqual(measurements.rows_of_call(rows, "baseline"), [])
+        self.assertEqual(len(measurements.rows_of_call(rows, "any")), 3)
+        self.assertIsNone(measurements.rows_of_call([{"ID": "0"}], "candidate"))
 
     def test_a_bench_that_marks_no_call_is_not_the_students_loss(self):
         fake = FakeNcu({"cml:candidate/": log("ncu_no_kernels.log"),
@@ -475,7 +475,7 @@ class KernelsOfTheCallTest(MetricRun):
         rows = parsers.parse_ncu_log(ncu_log(SHARED_LD, ["", "inst"], [
             ("a(int)", 32 * REQUESTS, REQUESTS), ("b(int)", REQUESTS, REQUESTS)])).rows
         details: dict = {}
-        self.assertEqual(measure.judge_kernels(rows, metric, 16.5, details=details), 16.5)
+        self.assertEqual(measurements.judge_kernels(rows, metric, 16.5, details=details), 16.5)
         self.assertIsNone(details["decided_by"])
         self.assertEqual([k["value"] for k in details["by_kernel"]], [32.0, 1.0])
 
@@ -494,12 +494,12 @@ class KernelsOfTheCallTest(MetricRun):
         self.assertEqual(part.points, metric.points)
 
     def test_kernel_labels(self):
-        self.assertEqual(measure.kernel_label(
+        self.assertEqual(measurements.kernel_label(
             "(anonymous namespace)::transpose_padded(const float *, float *, int, int)"),
             "transpose_padded")
-        self.assertEqual(measure.kernel_label("void tiled_kernel<32>(const float *, int)"),
+        self.assertEqual(measurements.kernel_label("void tiled_kernel<32>(const float *, int)"),
                          "tiled_kernel<32>")
-        self.assertEqual(measure.kernel_label("chase"), "chase")
+        self.assertEqual(measurements.kernel_label("chase"), "chase")
 
 
 class Lab06ThresholdsTest(MetricRun):

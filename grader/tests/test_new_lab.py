@@ -11,7 +11,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from grader import skeleton
+from grader.course import skeletonize
 from grader.commands.new_lab import NewLabError, make_lab, substitute
 from grader.paths import ROOT, LabPaths, discover_labs
 from grader.rubric import RubricError, load_rubric, rubric_warnings
@@ -87,7 +87,7 @@ class NewLabTest(unittest.TestCase):
         self.assertEqual(rubric_warnings(rubric), [])
 
     def test_skeleton_is_in_sync_and_differs_from_the_solution(self):
-        self.assertEqual(skeleton.check([self.lab]), [])
+        self.assertEqual(skeletonize.check([self.lab]), [])
         self.assertNotEqual(self.lab.student_file.read_text(), self.lab.solution_file.read_text())
         self.assertNotIn("2LL * n", self.lab.student_file.read_text())  # no answer in it
 

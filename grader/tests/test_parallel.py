@@ -19,12 +19,12 @@ from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
 
-from grader import measure, parallel, sandbox
+from grader import measurements, parallel, sandbox
 from grader.pipeline import Interrupted, interrupt_handler
 from grader.rubric import MemorySafety
 from grader.stages import tests as tests_stage
 from grader.stages.tests import RunPlace
-from grader.testrun import Case
+from grader.catch2.testrun import Case
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -67,7 +67,7 @@ FAKE_TESTS = r'''
 import json, os, signal, sys, time
 from xml.sax.saxutils import quoteattr
 sys.path.insert(0, os.environ["FAKE_REPO"])
-from grader.catch_spec import spec_matches
+from grader.catch2.spec import spec_matches
 me = os.path.basename(sys.argv[0])
 spec, out = sys.argv[1], sys.argv[sys.argv.index("-o") + 1]
 with open(os.environ["FAKE_TRACE"], "a") as f:
@@ -195,7 +195,7 @@ class RunAllTest(unittest.TestCase):
 
 
     def test_a_stopped_runner_starts_nothing(self):
-        from grader.testrun import Runner
+        from grader.catch2.testrun import Runner
         stop = threading.Event()
         stop.set()
         with tempfile.TemporaryDirectory() as tmp, \
@@ -210,16 +210,16 @@ class MemorySafetyTest(unittest.TestCase):
     KINDS = [("tests_student", "[s]"), ("hidden_student", "[s]")]
 
     def measure(self, fakes: Fakes, tools: list[str], n_cpus: int, timeout: float = 30,
-                **fake: object) -> tuple[measure.SanitizerRuns, float, list[str]]:
+                **fake: object) -> tuple[measurements.SanitizerRuns, float, list[str]]:
         fakes.reset()
         binaries = {"tests_student": fakes.tests, "hidden_student": fakes.hidden}
-        ctx = measure.Context(fakes.run_dir, fakes.env(**fake), None, 7, timeout,
-                              binaries.get)
+        ctx = measurements.Context(fakes.run_dir, fakes.env(**fake), None, 7, timeout,
+                                   binaries.get)
         start = time.monotonic()
-        with cpus(n_cpus), mock.patch.object(measure, "find_tool",
+        with cpus(n_cpus), mock.patch.object(measurements, "find_tool",
                                              return_value=str(fakes.sanitizer)):
-            runs = measure.memory_safety(MemorySafety(points=10, tests="[s]", tools=tools),
-                                         ctx, self.KINDS)
+            runs = measurements.memory_safety(MemorySafety(points=10, tests="[s]", tools=tools),
+                                              ctx, self.KINDS)
         return runs, time.monotonic() - start, sorted(f.name for f in fakes.run_dir.iterdir())
 
     def test_two_runs_of_one_second_take_less_than_two(self):
@@ -238,7 +238,7 @@ class MemorySafetyTest(unittest.TestCase):
             self.assertGreater(seconds, 0.9)  # four runs of 0.5 s, two at a time
 
     def assert_same_as_serial(self, fakes: Fakes, tools: list[str], **kw: object
-                              ) -> measure.SanitizerRuns:
+                              ) -> measurements.SanitizerRuns:
         together, _, files = self.measure(fakes, tools, 4, **kw)
         serial, _, serial_files = self.measure(fakes, tools, 1, **kw)
         self.assertEqual(together.unmeasured, serial.unmeasured)

@@ -1,4 +1,4 @@
-"""measure.performance() and scoring.performance_part() on bench documents of schema
+"""measurements.performance() and scoring.performance_part() on bench documents of schema
 cml-bench/2: the harness's verdicts on the scored comparison (whole-output verification,
 launches per call, determinism, the host-time review flag) decide the speed part before any
 speed is scored.
@@ -20,7 +20,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
 
-from grader import benchdoc, measure, parsers, scoring
+from grader import benchdoc, measurements, parsers, scoring
 from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import Performance
 
@@ -40,8 +40,8 @@ class PerformanceTest(unittest.TestCase):
             points=20, bench_args=["--n", "4096"], comparison="tiled", requires=[GROUP]))
         binaries = {"bench_student": Path("lab04_bench_student"),
                     "bench_solution": Path("lab04_bench_solution")}
-        self.ctx = measure.Context(run_dir=Path(self.tmp.name), env={}, identity=None, seed=7,
-                                   timeout=60, binary=binaries.get)
+        self.ctx = measurements.Context(run_dir=Path(self.tmp.name), env={}, identity=None, seed=7,
+                                        timeout=60, binary=binaries.get)
 
     def grade(self, student: dict, reference: dict | None = None, groups=(GROUP,)):
         docs = {"lab04_bench_student": student,
@@ -55,8 +55,8 @@ class PerformanceTest(unittest.TestCase):
             return copy.deepcopy(docs[binary.name]), "", None
 
         perf = self.rubric.performance
-        with mock.patch.object(measure, "run_bench", fake_run):
-            runs = measure.performance(perf, self.ctx)
+        with mock.patch.object(measurements, "run_bench", fake_run):
+            runs = measurements.performance(perf, self.ctx)
         return scoring.performance_part(perf, runs, set(groups)), runs.timing
 
     def test_all_verified_is_scored(self):
@@ -270,9 +270,9 @@ class PerformanceTest(unittest.TestCase):
 
     def student_copy(self, student: dict, solutions: bool = False):
         """The student's bench alone, as in a student copy: no bench_solution binary."""
-        ctx = measure.Context(run_dir=Path(self.tmp.name), env={}, identity=None, seed=7,
-                              timeout=60, binary={"bench_student": Path("s")}.get,
-                              has_reference=solutions)
+        ctx = measurements.Context(run_dir=Path(self.tmp.name), env={}, identity=None, seed=7,
+                                   timeout=60, binary={"bench_student": Path("s")}.get,
+                                   has_reference=solutions)
         calls = []
 
         def fake_run(binary, args, ctx, trusted):
@@ -280,8 +280,8 @@ class PerformanceTest(unittest.TestCase):
             return copy.deepcopy(student), "", None
 
         perf = self.rubric.performance
-        with mock.patch.object(measure, "run_bench", fake_run):
-            runs = measure.performance(perf, ctx)
+        with mock.patch.object(measurements, "run_bench", fake_run):
+            runs = measurements.performance(perf, ctx)
         return scoring.performance_part(perf, runs, {GROUP}), calls
 
     def test_a_student_copy_times_the_students_bench_alone(self):
@@ -363,7 +363,7 @@ class GpuSectionTest(unittest.TestCase):
         from grader.rubric import MemorySafety, Metric
         from grader.stages import measure as stage
         from grader.stages.tests import RunPlace, TestRuns
-        from grader.testrun import Case, CaseRun
+        from grader.catch2.testrun import Case, CaseRun
 
         log: list[str] = []
 
@@ -394,12 +394,12 @@ class GpuSectionTest(unittest.TestCase):
         tested = TestRuns([case], {"small": CaseRun("small", case.tags, "passed")})
         lab = LabResult("04_tiled_matmul", "Tiled", 0.0, 30.0)
         unmeasured = "Not measured: test."
-        with mock.patch.object(measure, "memory_safety", measured(
-                "sanitizer", measure.SanitizerRuns(unmeasured=unmeasured))), \
-                mock.patch.object(measure, "performance", measured(
-                    "bench", measure.BenchRuns(unmeasured=unmeasured))), \
-                mock.patch.object(measure, "metric", measured(
-                    "profiler", measure.MetricRun(unmeasured=unmeasured))):
+        with mock.patch.object(measurements, "memory_safety", measured(
+                "sanitizer", measurements.SanitizerRuns(unmeasured=unmeasured))), \
+                mock.patch.object(measurements, "performance", measured(
+                    "bench", measurements.BenchRuns(unmeasured=unmeasured))), \
+                mock.patch.object(measurements, "metric", measured(
+                    "profiler", measurements.MetricRun(unmeasured=unmeasured))):
             stage.run(job, place, tested, set(), lab)
         self.assertEqual(log, ["enter sanitizer", "sanitizer", "leave sanitizer",
                                "enter bench", "bench", "leave bench",
@@ -425,11 +425,11 @@ if {how!r} == "twice":
 class AlteredBenchDocumentTest(unittest.TestCase):
     def test_only_one_document_is_believed(self):
         doc = json.dumps(load("verified.json"))
-        self.assertEqual(measure.bench_document_problem(doc + "\n"), "")
+        self.assertEqual(measurements.bench_document_problem(doc + "\n"), "")
         for text in (doc + doc, doc + " x", doc[:-1] + ', "speedup": {"median": 9}}x', "[1"):
-            self.assertEqual(measure.bench_document_problem(text), measure.BENCH_ALTERED)
+            self.assertEqual(measurements.bench_document_problem(text), measurements.BENCH_ALTERED)
 
-    def run_fake(self, how: str) -> measure.BenchRuns:
+    def run_fake(self, how: str) -> measurements.BenchRuns:
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
             docs = {"lab04_bench_student": load("verified.json"),
@@ -445,11 +445,11 @@ class AlteredBenchDocumentTest(unittest.TestCase):
                 binaries[name.replace("lab04_", "")] = binary
             run_dir = tmp / "run"
             run_dir.mkdir()
-            ctx = measure.Context(run_dir=run_dir, env=dict(os.environ), identity=None,
-                                  seed=7, timeout=60, binary=binaries.get)
+            ctx = measurements.Context(run_dir=run_dir, env=dict(os.environ), identity=None,
+                                       seed=7, timeout=60, binary=binaries.get)
             perf = Performance(points=20, bench_args=["--n", "4096"], comparison="tiled",
                                requires=[])
-            runs = measure.performance(perf, ctx)
+            runs = measurements.performance(perf, ctx)
             self.assertEqual(list(run_dir.iterdir()), [])
         return runs
 
@@ -461,7 +461,7 @@ class AlteredBenchDocumentTest(unittest.TestCase):
 
     def test_a_document_written_twice_scores_nothing_and_is_flagged(self):
         runs = self.run_fake("twice")
-        self.assertIn(measure.BENCH_ALTERED, runs.altered)
+        self.assertIn(measurements.BENCH_ALTERED, runs.altered)
         part = scoring.performance_part(Performance(points=20, bench_args=[], requires=[],
                                                     comparison="tiled"), runs, set())
         self.assertEqual(part.points, 0.0)

@@ -8,7 +8,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from grader import regrade
+from grader.batch import regrade_rules
 from grader.paths import ROOT, find_lab
 from grader.result import (GRADED, NOT_GRADED, REVIEW, GradeResult, LabResult, PartResult,
                            TestResult)
@@ -32,51 +32,51 @@ def _result(review: bool = False, no_gpu: bool = False) -> dict:
 
 class SelectTest(unittest.TestCase):
     def test_statuses_come_from_the_stamp_and_the_parts(self):
-        self.assertEqual(regrade.student_statuses(_result(), "graded"), {"graded"})
-        self.assertEqual(regrade.student_statuses(_result(review=True), "graded"),
+        self.assertEqual(regrade_rules.student_statuses(_result(), "graded"), {"graded"})
+        self.assertEqual(regrade_rules.student_statuses(_result(review=True), "graded"),
                          {"graded", "review"})
-        self.assertEqual(regrade.student_statuses(_result(no_gpu=True), "timeout"),
+        self.assertEqual(regrade_rules.student_statuses(_result(no_gpu=True), "timeout"),
                          {"timeout", "incomplete"})
-        self.assertEqual(regrade.student_statuses(None, None), {"not graded yet"})
+        self.assertEqual(regrade_rules.student_statuses(None, None), {"not graded yet"})
 
     def test_only_names_and_only_statuses(self):
         students = ["ann", "ben", "cat", "dan"]
         statuses = {"ann": {"graded"}, "ben": {"error"}, "cat": {"graded", "review"},
                     "dan": {"timeout", "incomplete"}}
-        pick = regrade.select_students
+        pick = regrade_rules.select_students
         self.assertEqual(pick(students, statuses), students)
         self.assertEqual(pick(students, statuses, only="dan,ann"), ["ann", "dan"])
         self.assertEqual(pick(students, statuses, only_status="error,review"), ["ben", "cat"])
         self.assertEqual(pick(students, statuses, only_status=["incomplete"]), ["dan"])
         self.assertEqual(pick(students, statuses, only="ann,ben", only_status="error"),
                          ["ben"])
-        with self.assertRaisesRegex(regrade.RegradeError, "not in this batch: zed"):
+        with self.assertRaisesRegex(regrade_rules.RegradeError, "not in this batch: zed"):
             pick(students, statuses, only="zed")
-        with self.assertRaisesRegex(regrade.RegradeError, "unknown status bogus"):
+        with self.assertRaisesRegex(regrade_rules.RegradeError, "unknown status bogus"):
             pick(students, statuses, only_status="bogus")
 
 
 class MergeTest(unittest.TestCase):
     def test_a_run_for_one_student_keeps_the_others(self):
         old = [{"student": s, "x": "1"} for s in ("ann", "ben", "cat")]
-        merged = regrade.merge_rows(old, [{"student": "ben", "x": "9"}])
+        merged = regrade_rules.merge_rows(old, [{"student": "ben", "x": "9"}])
         self.assertEqual([(r["student"], r["x"]) for r in merged],
                          [("ann", "1"), ("ben", "9"), ("cat", "1")])
-        merged = regrade.merge_rows(old, [{"student": "dan", "x": "2"}],
-                                    order=["dan", "cat", "ben", "ann"])
+        merged = regrade_rules.merge_rows(old, [{"student": "dan", "x": "2"}],
+                                          order=["dan", "cat", "ben", "ann"])
         self.assertEqual([r["student"] for r in merged], ["dan", "cat", "ben", "ann"])
-        self.assertEqual(regrade.merged_columns(["student", "a", "late"], ["student", "a"]),
+        self.assertEqual(regrade_rules.merged_columns(["student", "a", "late"], ["student", "a"]),
                          ["student", "a", "late"])
 
     def test_read_rows_of_a_missing_gradebook(self):
-        self.assertEqual(regrade.read_rows(Path("/nonexistent/gradebook.csv")), ([], []))
+        self.assertEqual(regrade_rules.read_rows(Path("/nonexistent/gradebook.csv")), ([], []))
 
 
 class RescoreTest(unittest.TestCase):
     def test_points_only_change_rescales_parts_tests_and_totals(self):
         new = {("correctness", "Host"): 40.0, ("correctness", "GPU"): 30.0,
                ("performance", "Performance"): 30.0}
-        out = regrade.rescore(_result(), {LAB: new})
+        out = regrade_rules.rescore(_result(), {LAB: new})
         parts = {p["name"]: p for p in out["labs"][0]["parts"]}
         self.assertEqual((parts["Host"]["points"], parts["Host"]["max_points"]), (30.0, 40.0))
         self.assertEqual(parts["Performance"]["points"], 15.0)
@@ -87,13 +87,13 @@ class RescoreTest(unittest.TestCase):
     def test_a_rubric_that_changed_more_than_points_is_refused(self):
         renamed = {("correctness", "Host cases"): 20.0, ("correctness", "GPU"): 30.0,
                    ("performance", "Performance"): 50.0}
-        with self.assertRaisesRegex(regrade.RegradeError, "changed more than points"):
-            regrade.rescore(_result(), {LAB: renamed})
-        with self.assertRaisesRegex(regrade.RegradeError, "no rubric"):
-            regrade.rescore(_result(), {})
+        with self.assertRaisesRegex(regrade_rules.RegradeError, "changed more than points"):
+            regrade_rules.rescore(_result(), {LAB: renamed})
+        with self.assertRaisesRegex(regrade_rules.RegradeError, "no rubric"):
+            regrade_rules.rescore(_result(), {})
 
     def test_maxima_from_a_real_rubric(self):
-        maxima = regrade.rubric_maxima(load_rubric(find_lab(LAB, ROOT)))
+        maxima = regrade_rules.rubric_maxima(load_rubric(find_lab(LAB, ROOT)))
         self.assertIn(("performance", "Performance"), maxima)
         self.assertTrue(any(kind == "correctness" for kind, _ in maxima))
 
@@ -107,8 +107,8 @@ class OverrideTest(unittest.TestCase):
         (self.tmp / "o.csv").write_text(
             "student,lab,part,points,note\nann,04,performance,40,reviewed: honest kernel\n"
             "ben,04,GPU,1,x\n")
-        overrides = regrade.read_overrides(self.tmp / "o.csv")
-        out, notes = regrade.apply_overrides(_result(review=True), "ann", overrides)
+        overrides = regrade_rules.read_overrides(self.tmp / "o.csv")
+        out, notes = regrade_rules.apply_overrides(_result(review=True), "ann", overrides)
         part = next(p for p in out["labs"][0]["parts"] if p["name"] == "Performance")
         self.assertEqual((part["points"], part["status"]), (40.0, "graded"))
         self.assertEqual(part["details"]["override"], {"from": 0.0, "note":
@@ -117,7 +117,7 @@ class OverrideTest(unittest.TestCase):
         self.assertEqual(len(notes), 1)
         self.assertIn("by the course staff (was 0): reviewed: honest kernel", notes[0])
         self.assertEqual(part["reason"], notes[0])
-        same, none = regrade.apply_overrides(_result(), "cat", overrides)
+        same, none = regrade_rules.apply_overrides(_result(), "cat", overrides)
         self.assertEqual((same, none), (_result(), []))
 
     def test_bad_overrides_are_refused(self):
@@ -126,32 +126,33 @@ class OverrideTest(unittest.TestCase):
                  "student,lab,part,points,note\nann,04,GPU,3,\n": "needs a note"}
         for text, why in cases.items():
             (self.tmp / "o.csv").write_text(text)
-            with self.assertRaisesRegex(regrade.RegradeError, why):
-                regrade.read_overrides(self.tmp / "o.csv")
+            with self.assertRaisesRegex(regrade_rules.RegradeError, why):
+                regrade_rules.read_overrides(self.tmp / "o.csv")
         for row, why in (("ann,04,Nope,1,x", "no lab 04 part"),
                          ("ann,04,GPU,31,x", "outside 0 to 30")):
             (self.tmp / "o.csv").write_text("student,lab,part,points,note\n" + row + "\n")
-            with self.assertRaisesRegex(regrade.RegradeError, why):
-                regrade.apply_overrides(_result(), "ann",
-                                        regrade.read_overrides(self.tmp / "o.csv"))
-        self.assertEqual(regrade.read_overrides(self.tmp / "none.csv"), [])
+            with self.assertRaisesRegex(regrade_rules.RegradeError, why):
+                regrade_rules.apply_overrides(_result(), "ann",
+                                              regrade_rules.read_overrides(self.tmp / "o.csv"))
+        self.assertEqual(regrade_rules.read_overrides(self.tmp / "none.csv"), [])
 
 
 class HistoryTest(unittest.TestCase):
     def test_the_history_only_grows(self):
         tmp = Path(tempfile.mkdtemp(prefix="cml-history-"))
         self.addCleanup(shutil.rmtree, tmp, True)
-        regrade.append_history(tmp / "ann", regrade.history_entry(_result(), "batch", "t1"))
-        regrade.append_history(tmp / "ann", regrade.history_entry(
-            regrade.rescore(_result(), {LAB: {("correctness", "Host"): 40.0,
-                                              ("correctness", "GPU"): 30.0,
-                                              ("performance", "Performance"): 30.0}}),
+        regrade_rules.append_history(tmp / "ann",
+                                     regrade_rules.history_entry(_result(), "batch", "t1"))
+        regrade_rules.append_history(tmp / "ann", regrade_rules.history_entry(
+            regrade_rules.rescore(_result(), {LAB: {("correctness", "Host"): 40.0,
+                                                    ("correctness", "GPU"): 30.0,
+                                                    ("performance", "Performance"): 30.0}}),
             "rescore", "t2"))
-        history = regrade.read_history(tmp / "ann")
+        history = regrade_rules.read_history(tmp / "ann")
         self.assertEqual([(h["time"], h["points"], h["reason"]) for h in history],
                          [("t1", 70.0, "batch"), ("t2", 75.0, "rescore")])
         self.assertEqual(history[0]["labs"], {LAB: 70.0})
-        self.assertEqual(regrade.read_history(tmp / "nobody"), [])
+        self.assertEqual(regrade_rules.read_history(tmp / "nobody"), [])
 
 
 if __name__ == "__main__":

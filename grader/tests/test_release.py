@@ -14,7 +14,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from grader import release
+from grader.course import releases
 from grader.paths import ROOT, discover_labs
 from grader.tools import find_catch2, find_tool
 
@@ -66,9 +66,9 @@ class RulesTest(unittest.TestCase):
                    "tools/adversarial_check.sh", "tools/grade_check.py",
                    "grader/__pycache__/x.pyc", "build/CMakeCache.txt", "CONTRIBUTING.md"]
         for rel in inside:
-            self.assertTrue(release.included(rel), rel)
+            self.assertTrue(releases.included(rel), rel)
         for rel in outside:
-            self.assertFalse(release.included(rel), rel)
+            self.assertFalse(releases.included(rel), rel)
 
     def test_which_lab_a_path_belongs_to(self):
         cases = {"labs/04_tiled_matmul/tests/matmul_check.hpp": "04_tiled_matmul",
@@ -77,22 +77,22 @@ class RulesTest(unittest.TestCase):
                  "labs/_template/topic.cu": None, "common/src/bench.cpp": None,
                  "handouts/figures/09_new.svg": None, "README.md": None}
         for rel, lab in cases.items():
-            self.assertEqual(release.lab_of(rel, FOLDERS), lab, rel)
+            self.assertEqual(releases.lab_of(rel, FOLDERS), lab, rel)
 
     def test_choosing_labs(self):
-        self.assertEqual(release.choose("", FOLDERS), FOLDERS)
-        self.assertEqual(release.choose("5,4,lab04", FOLDERS),
+        self.assertEqual(releases.choose("", FOLDERS), FOLDERS)
+        self.assertEqual(releases.choose("5,4,lab04", FOLDERS),
                          ["04_tiled_matmul", "05_boundary_checks"])
-        with self.assertRaisesRegex(release.ReleaseError, "no lab '9'"):
-            release.choose("9", FOLDERS)
+        with self.assertRaisesRegex(releases.ReleaseError, "no lab '9'"):
+            releases.choose("9", FOLDERS)
 
     def test_lines_that_prove_nothing(self):
         for line in ("}", "return 0;", "// the answer is to add one", "#include <vector>",
                      "std::vector<std::uint32_t> addresses;", "d.size = prop.size;",
                      "const int tx = threadIdx.x;", "-------- ========"):
-            self.assertTrue(release._proves_nothing(line), line)
+            self.assertTrue(releases._proves_nothing(line), line)
         for line in ("c[row * n + col] = acc + bias;", "const int i = (n + 31) / 32 * 32;"):
-            self.assertFalse(release._proves_nothing(line), line)
+            self.assertFalse(releases._proves_nothing(line), line)
 
 
 def _case_names(path: Path) -> set[str]:
@@ -126,8 +126,8 @@ class LeakTest(unittest.TestCase):
     def refused(self, repo: Path, **kw) -> str:
         """The release's message; checks that nothing was written."""
         out = self.tmp / f"out{self.count}"
-        with self.assertRaises(release.ReleaseError) as caught:
-            release.make_release(out, root=repo, **kw)
+        with self.assertRaises(releases.ReleaseError) as caught:
+            releases.make_release(out, root=repo, **kw)
         self.assertFalse(out.exists() and any(out.iterdir()))
         return str(caught.exception)
 
@@ -135,10 +135,10 @@ class LeakTest(unittest.TestCase):
         return (self.base / "solutions" / folder / f"{folder[3:]}.cu").read_text()
 
     def test_the_real_tree_passes(self):
-        plan = release.plan_release(self.base)
+        plan = releases.plan_release(self.base)
         self.assertEqual((plan.problems, plan.leaks), ([], []))
         self.assertEqual(plan.labs, [lab.folder for lab in discover_labs(self.base)])
-        secret = release.secret_lines(release.read_head(self.base))
+        secret = releases.secret_lines(releases.read_head(self.base))
         for folder in plan.labs:  # every lab's answer and hidden tests are searched for
             kinds = {s.kind for s in secret.values() if s.lab == folder}
             self.assertLessEqual({"answer", "hidden test"}, kinds, folder)
@@ -153,11 +153,11 @@ class LeakTest(unittest.TestCase):
         self.assertIn("handouts/02_coalescing.md: ", message)
         self.assertIn("solutions/04_tiled_matmul/tiled_matmul.cu", message)
         # found even when lab 04 is not released, and in a lab's own handout
-        self.assertTrue(release.plan_release(repo, labs="02").leaks)
+        self.assertTrue(releases.plan_release(repo, labs="02").leaks)
 
     def test_one_answer_line_quoted_in_its_own_handout(self):
         repo = self.clone()
-        secret = release.secret_lines(release.read_head(repo))
+        secret = releases.secret_lines(releases.read_head(repo))
         line = next(line for line, s in secret.items()
                     if s.lab == "02_coalescing" and s.kind == "answer")
         with open(repo / "handouts/02_coalescing.md", "a") as f:
@@ -172,7 +172,7 @@ class LeakTest(unittest.TestCase):
         self.assertIn("labs/04_tiled_matmul/answer.cu (untracked)", message)
         self.commit(repo)  # committed, it is found by its content
         self.assertIn("labs/04_tiled_matmul/answer.cu: ", self.refused(repo))
-        self.assertTrue(release.plan_release(repo, labs="01").ok)  # lab 04 not released
+        self.assertTrue(releases.plan_release(repo, labs="01").ok)  # lab 04 not released
 
     def test_a_modified_tracked_file(self):
         repo = self.clone()
@@ -188,10 +188,10 @@ class LeakTest(unittest.TestCase):
         (repo / "notes.txt").write_text("outside the released paths: no matter\n")
         self.assertIn("grader/tests/data/scratch.txt (untracked)", self.refused(repo))
         (repo / "grader/tests/data/scratch.txt").unlink()
-        made = release.make_release(self.tmp / "from-head", root=repo, commit=False)
+        made = releases.make_release(self.tmp / "from-head", root=repo, commit=False)
         self.assertNotIn("notes.txt", made.files)
-        self.assertEqual((self.tmp / "from-head/grader/release.py").read_bytes(),
-                         (self.base / "grader/release.py").read_bytes())
+        self.assertEqual((self.tmp / "from-head/grader/course/releases.py").read_bytes(),
+                         (self.base / "grader/course/releases.py").read_bytes())
 
     def test_a_solution_copied_over_the_skeleton(self):
         repo = self.clone()
@@ -223,20 +223,20 @@ class LeakTest(unittest.TestCase):
         self.assertIn(f'names the hidden test case "{name}"', self.refused(repo))
 
     def test_lab_05_goes_out_only_with_or_after_lab_04(self):
-        self.assertEqual(release.declared_answers(release.read_head(self.base),
-                                                  "05_boundary_checks"), ["04_tiled_matmul"])
+        self.assertEqual(releases.declared_answers(releases.read_head(self.base),
+                                                   "05_boundary_checks"), ["04_tiled_matmul"])
         message = self.refused(self.base, labs="05")
         self.assertIn("labs/05_boundary_checks holds the answer of 04_tiled_matmul", message)
         self.assertIn("--labs 04,05", message)
-        self.assertTrue(release.plan_release(self.base, labs="04,05").ok)
-        self.assertTrue(release.plan_release(self.base, labs="05", earlier="04").ok)
+        self.assertTrue(releases.plan_release(self.base, labs="04,05").ok)
+        self.assertTrue(releases.plan_release(self.base, labs="05", earlier="04").ok)
         # without its declaration, lab 04's answer in lab 05's baseline is a leak
         repo = self.clone()
         rubric = repo / "labs/05_boundary_checks/grading.toml"
         text = rubric.read_text()
         rubric.write_text(text[:text.index("[release]")])
         self.commit(repo)
-        leaks = release.plan_release(repo, labs="04,05").leaks
+        leaks = releases.plan_release(repo, labs="04,05").leaks
         self.assertTrue(leaks)
         self.assertTrue(all(leak.startswith("labs/05_boundary_checks/baseline.cu: ")
                             for leak in leaks), leaks)
@@ -246,19 +246,19 @@ class LeakTest(unittest.TestCase):
         rubric = repo / "labs/06_bank_conflicts/grading.toml"
         rubric.write_text(rubric.read_text() + '\n[release]\ncontains_answers_of = ["03"]\n')
         self.commit(repo)
-        tree = release.read_head(repo)
-        self.assertEqual(release.declared_answers(tree, "06_bank_conflicts"),
+        tree = releases.read_head(repo)
+        self.assertEqual(releases.declared_answers(tree, "06_bank_conflicts"),
                          ["03_shared_memory"])
         self.assertIn("holds the answer of 03_shared_memory",
-                      "\n".join(release.plan_release(repo, labs="06", tree=tree).problems))
+                      "\n".join(releases.plan_release(repo, labs="06", tree=tree).problems))
         rubric.write_text(rubric.read_text().replace('["03"]', '"03"'))
         self.commit(repo)
-        with self.assertRaisesRegex(release.ReleaseError, "must be an array of lab folders"):
-            release.declared_answers(release.read_head(repo), "06_bank_conflicts")
+        with self.assertRaisesRegex(releases.ReleaseError, "must be an array of lab folders"):
+            releases.declared_answers(releases.read_head(repo), "06_bank_conflicts")
 
     def test_a_staged_release_holds_only_its_labs(self):
         out = self.tmp / "staged"
-        made = release.make_release(out, root=self.base, labs="01,02")
+        made = releases.make_release(out, root=self.base, labs="01,02")
         self.assertEqual(made.labs, ["01_warp_sizing", "02_coalescing"])
         files = sorted(str(p.relative_to(out)) for p in out.rglob("*")
                        if p.is_file() and ".git" not in p.relative_to(out).parts)
@@ -270,7 +270,7 @@ class LeakTest(unittest.TestCase):
         for rel in handouts:
             self.assertRegex(rel, r"^handouts/(figures/)?0[12]_")
         self.assertIn("common/src/bench.cpp", files)
-        self.assertIn("grader/release.py", files)
+        self.assertIn("grader/course/releases.py", files)
         log = git(out, "log", "--format=%s")
         self.assertIn("labs 01_warp_sizing, 02_coalescing", log)
 
@@ -285,7 +285,7 @@ class ReleaseTest(unittest.TestCase):
         cls.tmp.chmod(0o755)
         cls.repo = repository_like_this_checkout(cls.tmp / "course")
         cls.out = cls.tmp / "copy"
-        cls.made = release.make_release(cls.out, root=cls.repo)
+        cls.made = releases.make_release(cls.out, root=cls.repo)
         cls.files = sorted(str(p.relative_to(cls.out)) for p in cls.out.rglob("*")
                            if p.is_file() and ".git" not in p.relative_to(cls.out).parts)
 
@@ -308,7 +308,7 @@ class ReleaseTest(unittest.TestCase):
         self.assertNotIn("CONTRIBUTING.md", self.files)  # how to work on the course: staff only
 
     def test_no_solution_or_hidden_test_by_content(self):
-        secret = release.secret_lines(release.read_head(self.repo))
+        secret = releases.secret_lines(releases.read_head(self.repo))
         hidden_names = set()
         for path in (self.repo / "solutions").rglob("*.c*"):
             if "tests" in path.parts:
@@ -318,7 +318,7 @@ class ReleaseTest(unittest.TestCase):
             public_names |= _case_names(path)
         hidden_names -= public_names
         self.assertTrue(hidden_names)
-        allowed = release.declared_answers(release.read_head(self.repo), "05_boundary_checks")
+        allowed = releases.declared_answers(releases.read_head(self.repo), "05_boundary_checks")
         texts = {}
         for rel in self.files:
             try:
@@ -352,8 +352,8 @@ class ReleaseTest(unittest.TestCase):
         self.assertEqual(sorted(git(self.out, "ls-files").split()), self.files)
 
     def test_refuses_a_folder_that_is_not_empty(self):
-        with self.assertRaisesRegex(release.ReleaseError, "not empty"):
-            release.make_release(self.out, root=self.repo)
+        with self.assertRaisesRegex(releases.ReleaseError, "not empty"):
+            releases.make_release(self.out, root=self.repo)
 
     def test_the_copys_grader_tests_pass_without_solutions(self):
         proc = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s",

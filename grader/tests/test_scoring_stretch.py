@@ -101,7 +101,7 @@ class StretchPartTest(unittest.TestCase):
 
     def _part(self, comp=None, failed="", full=("Bonus",), sanitizer_clean=True,
               not_timed=None, **runs_kw):
-        from grader.measure import BenchRuns, SanitizerRuns
+        from grader.measurements import BenchRuns, SanitizerRuns
         from grader.parsers import SanitizerSummary
         from grader.rubric import Stretch
         from grader.scoring import stretch_part

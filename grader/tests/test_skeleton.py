@@ -2,7 +2,7 @@
 
 import unittest
 
-from grader.skeleton import MarkerError, make_skeleton
+from grader.course.skeletonize import MarkerError, make_skeleton
 
 SOLUTION = """\
 int f(int n) {

@@ -1,4 +1,4 @@
-"""`check --slurm` and `grade --slurm` (slurm_job.py) without a cluster: the job's command
+"""`check --slurm` and `grade --slurm` (cluster/job_submit.py) without a cluster: the job's command
 line and script, reading squeue and sinfo, the course file, and whole runs against stand-in
 `sbatch`, `squeue`, `sinfo`, `scontrol` and `scancel` scripts on the PATH (the stand-in
 sbatch runs the job script itself, with a stand-in interpreter in place of the grader).
@@ -17,9 +17,10 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from grader import course, slurm_job
+from grader.course import course_file
+from grader.cluster import job_submit
 from grader.__main__ import build_parser
-from grader.slurm_options import SlurmOptions
+from grader.cluster.job_options import SlurmOptions
 
 COURSE = """
 [feedback]
@@ -89,49 +90,49 @@ exit 3
 
 class PureTest(unittest.TestCase):
     def test_squeue_and_scontrol_states(self):
-        state = slurm_job.parse_squeue("PENDING|Priority|0:00|\n")
+        state = job_submit.parse_squeue("PENDING|Priority|0:00|\n")
         self.assertEqual((state.state, state.reason, state.node), ("PENDING", "Priority", ""))
-        state = slurm_job.parse_squeue("RUNNING|None|1:02|gpu07\n")
+        state = job_submit.parse_squeue("RUNNING|None|1:02|gpu07\n")
         self.assertEqual((state.state, state.reason, state.elapsed, state.node),
                          ("RUNNING", "", "1:02", "gpu07"))
         self.assertFalse(state.finished)
-        self.assertIsNone(slurm_job.parse_squeue(""))
-        self.assertTrue(slurm_job.parse_squeue("TIMEOUT|None|20:00|gpu07").finished)
-        done = slurm_job.parse_scontrol_state("JobId=7 JobName=x JobState=CANCELLED "
-                                              "Reason=None Dependency=(null)")
+        self.assertIsNone(job_submit.parse_squeue(""))
+        self.assertTrue(job_submit.parse_squeue("TIMEOUT|None|20:00|gpu07").finished)
+        done = job_submit.parse_scontrol_state("JobId=7 JobName=x JobState=CANCELLED "
+                                               "Reason=None Dependency=(null)")
         self.assertEqual((done.state, done.reason, done.finished), ("CANCELLED", "", True))
-        self.assertIsNone(slurm_job.parse_scontrol_state("slurm_load_jobs error: Invalid"))
+        self.assertIsNone(job_submit.parse_scontrol_state("slurm_load_jobs error: Invalid"))
 
     def test_queue_position_and_the_progress_text(self):
         queue = "40\n4242\n4243_[1-3]\n"
-        self.assertEqual(slurm_job.queue_position(queue, "4242"), (2, 3))
-        self.assertEqual(slurm_job.queue_position(queue, "4243"), (3, 3))
-        self.assertIsNone(slurm_job.queue_position(queue, "99"))
-        pending = slurm_job.JobState("PENDING", "Priority")
-        self.assertEqual(slurm_job.describe("4242", pending, (2, 3), "gpu"),
+        self.assertEqual(job_submit.queue_position(queue, "4242"), (2, 3))
+        self.assertEqual(job_submit.queue_position(queue, "4243"), (3, 3))
+        self.assertIsNone(job_submit.queue_position(queue, "99"))
+        pending = job_submit.JobState("PENDING", "Priority")
+        self.assertEqual(job_submit.describe("4242", pending, (2, 3), "gpu"),
                          "slurm job 4242: pending (Priority), 2nd of 3 waiting in partition gpu")
-        running = slurm_job.JobState("RUNNING", "", "0:05", "gpu07")
-        self.assertEqual(slurm_job.describe("4242", running), "slurm job 4242: running on gpu07")
-        self.assertEqual([slurm_job.ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 112)],
+        running = job_submit.JobState("RUNNING", "", "0:05", "gpu07")
+        self.assertEqual(job_submit.describe("4242", running), "slurm job 4242: running on gpu07")
+        self.assertEqual([job_submit.ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 112)],
                          ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "112th"])
 
     def test_sinfo_gres(self):
         text = "debug*|(null)\ngpu|gpu:h100:4(S:0-1)\ngpu|(null)\nmixed|shard:8,gpu:2\n"
-        table = slurm_job.partition_gres(text)
-        self.assertEqual(slurm_job.default_partition(text), "debug")
+        table = job_submit.partition_gres(text)
+        self.assertEqual(job_submit.default_partition(text), "debug")
         self.assertEqual(sorted(table), ["debug", "gpu", "mixed"])
-        self.assertFalse(slurm_job.has_gpu(table["debug"]))
-        self.assertTrue(slurm_job.has_gpu(table["gpu"]))
-        self.assertTrue(slurm_job.has_gpu(table["mixed"]))
-        self.assertFalse(slurm_job.has_gpu(["gpus_not:1", "shard:8"]))
-        self.assertIsNone(slurm_job.default_partition("gpu|gpu:1\n"))
+        self.assertFalse(job_submit.has_gpu(table["debug"]))
+        self.assertTrue(job_submit.has_gpu(table["gpu"]))
+        self.assertTrue(job_submit.has_gpu(table["mixed"]))
+        self.assertFalse(job_submit.has_gpu(["gpus_not:1", "shard:8"]))
+        self.assertIsNone(job_submit.default_partition("gpu|gpu:1\n"))
 
     def test_the_jobs_command_line_is_the_command_without_slurm(self):
         args = build_parser().parse_args(
             ["check", "01", "4", "--seed", "5", "--no-gpu", "--html", "--slurm",
              "--slurm-partition", "gpu", "--slurm-time", "600", "--sbatch=--qos=x",
              "--cache", "rel/cache"])
-        argv = slurm_job.job_argv("check", args, Path("/j/results"), Path("/j/work"))
+        argv = job_submit.job_argv("check", args, Path("/j/results"), Path("/j/work"))
         self.assertEqual(argv, ["check", "01", "4", "--seed", "5", "--no-gpu", "--cache",
                                 str(Path("rel/cache").resolve()), "--html", "--results",
                                 "/j/results", "--work-dir", "/j/work"])
@@ -140,7 +141,7 @@ class PureTest(unittest.TestCase):
         self.assertEqual((again.results, again.work_dir), (Path("/j/results"), Path("/j/work")))
         args = build_parser().parse_args(["grade", "subs/ann", "--labs", "01", "--out", "o",
                                           "--format", "", "--no-cache", "--slurm", "-q"])
-        argv = slurm_job.job_argv("grade", args)
+        argv = job_submit.job_argv("grade", args)
         self.assertEqual(argv, ["grade", str(Path("subs/ann").resolve()), "--out",
                                 str(Path("o").resolve()), "--format=", "--labs", "01",
                                 "--no-cache", "-q"])
@@ -150,10 +151,10 @@ class PureTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             (Path(tmp) / "grader").mkdir()
             (Path(tmp) / "grader" / "course.toml").write_text(COURSE)
-            c = course.load(Path(tmp))
+            c = course_file.load(Path(tmp))
         self.assertEqual(c.gpu_path, "slurm")
         args = build_parser().parse_args(["check", "01", "--slurm"])
-        o = slurm_job.options_from(args, c)
+        o = job_submit.options_from(args, c)
         self.assertEqual((o.partition, o.gres_line, o.cpus, o.mem, o.time, o.setup_lines,
                           o.python, o.extra),
                          ("gpu", "gpu:1", 2, "8G", 20, ["module load cuda"], "python3",
@@ -162,13 +163,13 @@ class PureTest(unittest.TestCase):
             ["check", "01", "--slurm", "--slurm-partition", "a100", "--slurm-time", "300",
              "--slurm-cpus", "8", "--slurm-gres", "gpu:a100:1", "--slurm-python", "py3",
              "--sbatch=--qos=long", "--slurm-setup", "echo hi"])
-        o = slurm_job.options_from(args, c)
+        o = job_submit.options_from(args, c)
         self.assertEqual((o.partition, o.gres_line, o.cpus, o.time, o.python, o.extra,
                           o.setup_lines),
                          ("a100", "gpu:a100:1", 8, 5, "py3", ["--qos=short", "--qos=long"],
                           ["module load cuda", "echo hi"]))
-        default = slurm_job.options_from(build_parser().parse_args(["check", "1", "--slurm"]),
-                                         course.Course())
+        default = job_submit.options_from(build_parser().parse_args(["check", "1", "--slurm"]),
+                                          course_file.Course())
         self.assertEqual((default.partition, default.gres_line, default.time), (None, "gpu:1", 30))
 
     def test_a_course_file_with_mistakes_is_refused(self):
@@ -179,21 +180,21 @@ class PureTest(unittest.TestCase):
             with tempfile.TemporaryDirectory() as tmp:
                 (Path(tmp) / "grader").mkdir()
                 (Path(tmp) / "grader" / "course.toml").write_text(text)
-                with self.assertRaises(course.CourseError) as err:
-                    course.load(Path(tmp))
+                with self.assertRaises(course_file.CourseError) as err:
+                    course_file.load(Path(tmp))
                 self.assertIn(said, str(err.exception))
 
     def test_the_shipped_course_file_reads(self):
-        c = course.load()
-        self.assertIn(c.gpu_path, course.GPU_PATHS)
+        c = course_file.load()
+        self.assertIn(c.gpu_path, course_file.GPU_PATHS)
         self.assertIsNotNone(c.path)
 
     def test_job_script(self):
         options = SlurmOptions(gres="gpu:1", cpus=2, time=20, partition="gpu",
                                setup_lines=["module load cuda"], python="python3")
-        text = slurm_job.job_script(options, "/home/ann/labs", "/home/ann/labs/.grader/slurm/j",
-                                    ["check", "01", "--seed", "5"], lock="/l/work.lock",
-                                    color=True)
+        text = job_submit.job_script(options, "/home/ann/labs", "/home/ann/labs/.grader/slurm/j",
+                                     ["check", "01", "--seed", "5"], lock="/l/work.lock",
+                                     color=True)
         lines = text.splitlines()
         self.assertEqual(lines[0], "#!/bin/bash")
         for line in ("#SBATCH --job-name=cml-check", "#SBATCH --partition=gpu",
@@ -207,7 +208,7 @@ class PureTest(unittest.TestCase):
             self.assertIn(line, lines)
         self.assertEqual(lines[-1], "mv /home/ann/labs/.grader/slurm/j/rc.part "
                                     "/home/ann/labs/.grader/slurm/j/rc")  # rc comes last
-        plain = slurm_job.job_script(SlurmOptions(gres="none"), "/r", "/r/j", ["grade", "x"])
+        plain = job_submit.job_script(SlurmOptions(gres="none"), "/r", "/r/j", ["grade", "x"])
         self.assertNotIn("--gres", plain)
         self.assertNotIn("CLICOLOR_FORCE", plain)
         self.assertNotIn("flock", plain)
@@ -248,7 +249,7 @@ class FakeSlurmTest(unittest.TestCase):
         self.env = {"PATH": f"{self.fake}:{os.environ['PATH']}", "FAKE": str(self.fake),
                     "CML_PYTHON": str(self.fake / "python"), "NO_COLOR": "1"}
         for name, value in (("POLL_S", 0.05), ("GRACE_S", 0.5), ("REPEAT_S", 60.0)):
-            patcher = mock.patch.object(slurm_job, name, value)
+            patcher = mock.patch.object(job_submit, name, value)
             patcher.start()
             self.addCleanup(patcher.stop)
 
@@ -257,7 +258,7 @@ class FakeSlurmTest(unittest.TestCase):
         out, err = io.StringIO(), io.StringIO()
         with mock.patch.dict(os.environ, {**self.env, **env}), \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = slurm_job.run_job(command, args, self.root, self.root / ".grader" / "last")
+            status = job_submit.run_job(command, args, self.root, self.root / ".grader" / "last")
         return status, out.getvalue(), err.getvalue()
 
     def log(self) -> str:
@@ -311,7 +312,7 @@ class FakeSlurmTest(unittest.TestCase):
                                        "--slurm-no-check"])
         self.assertEqual(status, 1)
         self.assertIn("partition h200 not found (sinfo lists debug, gpu)", err)
-        # the course's 20 minutes exceed the partition's 10 (slurm_options.check_partition)
+        # the course's 20 minutes exceed the partition's 10 (job_options.check_partition)
         status, _, err = self.run_job(["check", "01", "--slurm"])
         self.assertEqual(status, 1)
         self.assertIn("exceeds partition gpu's MaxTime 10 min", err)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import unittest
 
-from grader.slurm_options import (SlurmOptions, array_script, check_partition,
-                                  duration_minutes, format_minutes, memory_mb,
-                                  parse_scontrol, prep_script, student_log, submit_line)
+from grader.cluster.job_options import (SlurmOptions, array_script, check_partition,
+                                        duration_minutes, format_minutes, memory_mb, parse_scontrol,
+                                        prep_script, student_log, submit_line)
 
 DEBUG = """PartitionName=debug
    AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL
@@ -168,15 +168,15 @@ class CommandLineTest(unittest.TestCase):
     def test_from_args_and_check_here_with_a_fake_scontrol(self):
         import argparse
 
-        from grader import slurm_options
+        from grader.cluster import job_options
         p = argparse.ArgumentParser()
         p.add_argument("--slurm-time", type=float)
         p.add_argument("--slurm-cpus", type=int, default=4)
         p.add_argument("--sbatch", action="append", default=[])
-        slurm_options.add_arguments(p)
+        job_options.add_arguments(p)
         args = p.parse_args(["--slurm-gres", "none", "--slurm-cpus", "2", "--slurm-setup",
                              "module load cuda", "--sbatch=--qos=x"])
-        opts = slurm_options.from_args(args, timeout=600)
+        opts = job_options.from_args(args, timeout=600)
         self.assertEqual((opts.gres_line, opts.cpus, opts.time, opts.setup_lines, opts.extra),
                          (None, 2, 25, ["module load cuda"], ["--qos=x"]))
         calls = []
@@ -185,8 +185,8 @@ class CommandLineTest(unittest.TestCase):
             calls.append(cmd[1:])
             return 0, DEBUG if cmd[2] == "partition" else NODE_CPU
 
-        self.assertEqual(slurm_options.check_here(opts, run=fake), ([], ""))
+        self.assertEqual(job_options.check_here(opts, run=fake), ([], ""))
         self.assertEqual(calls, [["show", "partition"], ["show", "node", "localhost"]])
         opts.time = 60
-        errors, _ = slurm_options.check_here(opts, run=fake)
+        errors, _ = job_options.check_here(opts, run=fake)
         self.assertIn("MaxTime 30 min", errors[0])

@@ -22,7 +22,7 @@ import unittest
 from pathlib import Path
 
 from grader.paths import ROOT
-from grader.slurm_options import SlurmOptions, array_script, prep_script, submit_line
+from grader.cluster.job_options import SlurmOptions, array_script, prep_script, submit_line
 
 from . import needs
 

@@ -1,4 +1,4 @@
-"""The student copy's own README and workflows (grader/student_copy.py): every target, label,
+"""The student copy's own README and workflows (grader/course/student_copy.py): every target, label,
 path and command the README names exists in a real release and parses; the Classroom
 workflow's steps and reporter agree; the build workflow's summary line reads ctest's output;
 and, where CMake and nvcc are installed, `ctest --preset default -L lab04` finds the lab's
@@ -15,7 +15,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from grader import course, release, student_copy
+from grader.course import course_file, releases, student_copy
 from grader.paths import ROOT
 from grader.tests.test_release import NEEDS, repository_like_this_checkout
 from grader.tools import find_catch2, find_tool
@@ -33,7 +33,7 @@ class ReadmeGpuPathTest(unittest.TestCase):
     def render(self, course_text: str | None) -> str:
         class Files:  # the committed tree, as far as render_readme reads it
             def text(self, rel: str) -> str | None:
-                if rel == str(course.COURSE_FILE):
+                if rel == str(course_file.COURSE_FILE):
                     return course_text
                 path = ROOT / rel
                 return path.read_text() if path.is_file() else None
@@ -52,10 +52,10 @@ class ReadmeGpuPathTest(unittest.TestCase):
             seen.add(readme)
         self.assertEqual(len(seen), 3)
         self.assertIn(student_copy.GPU_PATH_TEXT["none"], self.render(None))
-        self.assertEqual(set(student_copy.GPU_PATH_TEXT), set(course.GPU_PATHS))
+        self.assertEqual(set(student_copy.GPU_PATH_TEXT), set(course_file.GPU_PATHS))
 
     def test_a_bad_course_file_stops_the_release(self):
-        with self.assertRaises(course.CourseError):
+        with self.assertRaises(course_file.CourseError):
             self.render('[feedback]\ngpu_path = "cloud"\n')
 
 
@@ -66,7 +66,7 @@ class StudentCopyTest(unittest.TestCase):
         cls.tmp = Path(tempfile.mkdtemp(prefix="cml-student-"))
         cls.repo = repository_like_this_checkout(cls.tmp / "course")
         cls.out = cls.tmp / "copy"
-        cls.made = release.make_release(cls.out, root=cls.repo)
+        cls.made = releases.make_release(cls.out, root=cls.repo)
         cls.readme = (cls.out / "README.md").read_text()
 
     @classmethod

@@ -16,11 +16,11 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from grader import testrun
-from grader.catch_report import (ALTERED, ALTERED_MESSAGE, COMPLETE, CUT, close_cut_report,
-                                 parse_catch_xml, report_state)
+from grader.catch2 import testrun
+from grader.catch2.report import (ALTERED, ALTERED_MESSAGE, COMPLETE, CUT, close_cut_report,
+                                  parse_catch_xml, report_state)
 from grader.sandbox import Outcome
-from grader.testrun import Case, Runner, list_cases, parse_listing, salvage_report
+from grader.catch2.testrun import Case, Runner, list_cases, parse_listing, salvage_report
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "catch2"
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from . import csvsafe
+from .. import csvsafe
 
 STATUSES = ("error", "timeout", "review", "incomplete", "interrupted", "not graded yet",
             "graded")

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .paths import ROOT
-from .rubric import tomllib
+from ..paths import ROOT
+from ..rubric import tomllib
 
 COURSE_FILE = Path("grader") / "course.toml"
 GPU_PATHS = {

@@ -32,9 +32,9 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import skeleton, student_copy
-from .paths import LAB_DIR_RE, ROOT, lab_name_parts
-from .rubric import tomllib
+from . import skeletonize, student_copy
+from ..paths import LAB_DIR_RE, ROOT, lab_name_parts
+from ..rubric import tomllib
 
 # Top-level entries of the student copy (files or folders; folders whole unless below).
 # CONTRIBUTING.md (how to work on the course itself) is not one of them.
@@ -275,11 +275,11 @@ def _region_lines(text: str) -> set[str]:
     state = "outside"
     for line in text.splitlines():
         if state == "outside":
-            if skeleton.BEGIN.match(line):
+            if skeletonize.BEGIN.match(line):
                 state = "solution"
-        elif skeleton.END.match(line):
+        elif skeletonize.END.match(line):
             state = "outside"
-        elif skeleton.STUB.match(line):
+        elif skeletonize.STUB.match(line):
             state = "stub"
         elif state == "solution" and line.strip():
             out.add(line.strip())
@@ -303,8 +303,8 @@ def generated_skeletons(tree: Tree) -> dict[str, str]:
         if text is None:
             continue
         try:
-            out[folder] = skeleton.make_skeleton(text, rel)
-        except skeleton.MarkerError as err:
+            out[folder] = skeletonize.make_skeleton(text, rel)
+        except skeletonize.MarkerError as err:
             raise ReleaseError(str(err)) from err
     return out
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .paths import LabPaths
+from ..paths import LabPaths
 
 BEGIN = re.compile(r"^(?P<indent>\s*)// >>>(?: (?P<todo>TODO\(lab\w+\): .+))?\s*$")
 STUB = re.compile(r"^\s*// === stub\s*$")

@@ -3,9 +3,9 @@ course's GPU partition, from a login node whose file system the nodes share.
 
 The job runs the command exactly as it would run here, its stdout and stderr into a job
 folder (`.grader/slurm/<stamp>/`), `check`'s results into that folder's `results/`. This side
-submits it with the options `batch --slurm` takes (slurm_options.SlurmOptions; defaults
-from the course file, course.py), shows a progress line while it waits (the job's state, its
-place in the queue, the seconds since it was submitted; then the job's own progress lines),
+submits it with the options `batch --slurm` takes (job_options.SlurmOptions; defaults
+from the course file, course/course_file.py), shows a progress line while it waits (the job's state,
+its place in the queue, the seconds since it was submitted; then the job's own progress lines),
 and at the end prints what the job printed, copies `check`'s results to `.grader/last/`, and
 exits with the job's exit status. Ctrl-C (or SIGTERM) cancels the job with `scancel`.
 
@@ -26,9 +26,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import course as course_file
-from . import refcache, slurm_options
-from .paths import ROOT
+from ..course import course_file
+from .. import refcache
+from . import job_options
+from ..paths import ROOT
 
 JOBS = ROOT / ".grader" / "slurm"  # one folder per job, and the jobs' shared build folder
 FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
@@ -64,12 +65,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="CPUs for the job (default: the course file's)")
     g.add_argument("--sbatch", action="append", default=[], metavar="OPTION",
                    help="an extra sbatch option, e.g. --sbatch=--qos=short (repeatable)")
-    slurm_options.add_arguments(g)
+    job_options.add_arguments(g)
     p.set_defaults(slurm_gres=None, slurm_python=None)  # None: the course file's
 
 
 def options_from(args: argparse.Namespace, course: course_file.Course
-                 ) -> slurm_options.SlurmOptions:
+                 ) -> job_options.SlurmOptions:
     """The job's SlurmOptions: each --slurm-* option given, else the course file's."""
     d = course.slurm
     merged = argparse.Namespace(
@@ -82,7 +83,7 @@ def options_from(args: argparse.Namespace, course: course_file.Course
         slurm_setup=[*d.setup, *args.slurm_setup],
         slurm_python=args.slurm_python or d.python,
         sbatch=[*d.sbatch, *args.sbatch])
-    return slurm_options.from_args(merged, merged.slurm_time)
+    return job_options.from_args(merged, merged.slurm_time)
 
 
 def _grading_flags(args: argparse.Namespace) -> list[str]:
@@ -135,7 +136,7 @@ def job_argv(command: str, args: argparse.Namespace, results: Path | None = None
     raise ValueError(f"no Slurm job for the command {command!r}")
 
 
-def job_script(options: slurm_options.SlurmOptions, repo: str | Path, job_dir: str | Path,
+def job_script(options: job_options.SlurmOptions, repo: str | Path, job_dir: str | Path,
                argv: list[str], lock: str | Path | None = None, color: bool = False) -> str:
     """The job: the grader's command in `repo`, stdout and stderr into `job_dir`, then its
     exit status into `job_dir/rc` (written last: its presence says the command is over).
@@ -258,10 +259,10 @@ def _tool(name: str, *args: str, timeout: float = 60) -> subprocess.CompletedPro
     return subprocess.run([name, *args], capture_output=True, text=True, timeout=timeout)
 
 
-def refusals(options: slurm_options.SlurmOptions, no_gpu: bool, allow_no_gpu: bool,
+def refusals(options: job_options.SlurmOptions, no_gpu: bool, allow_no_gpu: bool,
              check_options: bool = True) -> tuple[list[str], list[str]]:
     """(reasons not to submit, notes): sbatch missing, a partition without GPUs (sinfo's
-    GRES) unless --no-gpu or --allow-no-gpu, and what slurm_options.check_here finds.
+    GRES) unless --no-gpu or --allow-no-gpu, and what job_options.check_here finds.
     Sets options.gres to "none" where the job is to run without a GPU."""
     if not shutil.which("sbatch"):
         return [("sbatch is not on the PATH: --slurm submits a job from the cluster's login "
@@ -296,7 +297,7 @@ def refusals(options: slurm_options.SlurmOptions, no_gpu: bool, allow_no_gpu: bo
         return ["the job asks for no GPU (gres none): give --no-gpu as well to grade "
                 "without the GPU parts"], []
     if check_options:
-        errors, note = slurm_options.check_here(options)
+        errors, note = job_options.check_here(options)
         if errors:
             return errors, []
         if note:
@@ -354,7 +355,7 @@ def run_job(command: str, args: argparse.Namespace, root: Path = ROOT,
               f"{(proc.stderr or proc.stdout).strip()}", file=sys.stderr)
         return 1
     job_id = proc.stdout.strip().split(";")[0]
-    from .commands._common import Progress
+    from ..commands._common import Progress
     say = Progress(not progress_on)
     say(f"slurm job {job_id} submitted ({job_dir.relative_to(root)})")
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}

@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .catch_report import read_catch_xml
+from ..catch2.report import read_catch_xml
 
 SKIP = 77
 

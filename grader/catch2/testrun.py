@@ -18,11 +18,11 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import parallel, sandbox, seccomp
-from .catch_report import (ALTERED, ALTERED_MESSAGE, CaseResult, close_cut_report,
-                           parse_catch_xml, parse_tags, report_state)
-from .catch_spec import name_spec, spec_matches
-from .result import CRASHED, FAILED, PASSED, TIMEOUT
+from .. import parallel, sandbox, seccomp
+from .report import (ALTERED, ALTERED_MESSAGE, CaseResult, close_cut_report, parse_catch_xml,
+                     parse_tags, report_state)
+from .spec import name_spec, spec_matches
+from ..result import CRASHED, FAILED, PASSED, TIMEOUT
 
 SKIP = 77  # the test main's "no CUDA device" exit status
 

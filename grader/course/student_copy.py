@@ -1,4 +1,4 @@
-"""The files the student copy holds instead of the course's own (see release.py):
+"""The files the student copy holds instead of the course's own (see releases.py):
 
 - README.md, from docs/student/README.md.in: the student's quick start, one lab at a time,
   `grader check`, and the ways to get GPU feedback without a GPU, naming the one the course
@@ -11,7 +11,7 @@
 - CMakePresets.json with the `student` label no longer left out of the default test preset
   (in the student copy the student tests *are* the lab tests: there is no solution to test).
 
-Everything is made from HEAD (release.Tree), so it is as committed as the rest.
+Everything is made from HEAD (releases.Tree), so it is as committed as the rest.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from __future__ import annotations
 import json
 import re
 
-from . import course as course_file
-from .catch_spec import spec_matches
-from .paths import lab_name_parts
-from .rubric import tomllib as _tomllib  # tomllib, or tomli on Python 3.10
+from . import course_file
+from ..catch2.spec import spec_matches
+from ..paths import lab_name_parts
+from ..rubric import tomllib as _tomllib  # tomllib, or tomli on Python 3.10
 
-TEMPLATES = "docs/student"  # left out of the copy itself (release.EXCLUDE)
+TEMPLATES = "docs/student"  # left out of the copy itself (releases.EXCLUDE)
 README_TEMPLATE = f"{TEMPLATES}/README.md.in"
 BUILD_WORKFLOW = f"{TEMPLATES}/workflows/build.yml"
 # The first full build of a fresh student copy (`grader release`), all seven labs, measured
