@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as _dt
 import random
 import shutil
+import signal
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -179,3 +180,55 @@ def interrupt_handler(signum, _frame) -> None:
     """For SIGINT and SIGTERM while grading: stop the children, unwind."""
     sandbox.kill_all()
     raise Interrupted(f"signal {signum}")
+
+
+class TimeLimit(Interrupted):
+    """The wall-clock limit given to grade_submission was reached (SIGALRM)."""
+
+
+def _on_alarm(signum, _frame) -> None:
+    sandbox.kill_all()
+    raise TimeLimit("the wall-clock limit per submission was reached")
+
+
+# How grade_submission ended.
+ENDED_GRADED, ENDED_GRADER_ERROR = "graded", "grader_error"
+ENDED_INTERRUPTED, ENDED_TIMED_OUT = "interrupted", "timed_out"
+
+
+def grade_submission(opts: Options, time_limit: float | None = None) -> tuple[GradeResult, str]:
+    """One submission graded the way every command does it (`grade`, `check`, `ci`, a batch's
+    task): SIGINT and SIGTERM, and with a time limit SIGALRM, stop the children and end the
+    grade with what is known; the grader's own failure is recorded, never raised; the
+    signal handlers are restored. Returns the result and how it ended, one of ENDED_*
+    (graded with errors of the grader's counts as ENDED_GRADER_ERROR)."""
+    result = new_result(opts)
+    ended = ENDED_GRADED
+    handlers = {signal.SIGINT: interrupt_handler, signal.SIGTERM: interrupt_handler}
+    if time_limit is not None:
+        handlers[signal.SIGALRM] = _on_alarm
+    saved = {s: signal.getsignal(s) for s in handlers}
+    for s, handler in handlers.items():
+        signal.signal(s, handler)
+    try:
+        if time_limit is not None:
+            signal.alarm(max(1, int(time_limit)))
+        grade(opts, result)
+    except TimeLimit:
+        ended = ENDED_TIMED_OUT
+        result.errors.append(
+            f"stopped: grading took longer than the limit of {time_limit:g} s per submission")
+    except Interrupted as why:
+        ended = ENDED_INTERRUPTED
+        result.errors.append(f"interrupted ({why}); the results are incomplete")
+    except Exception as err:  # noqa: BLE001  the grader's own failure, recorded
+        result.errors.append(grader_failed(err))
+        ended = ENDED_GRADER_ERROR
+    finally:
+        if time_limit is not None:
+            signal.alarm(0)
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+    if ended == ENDED_GRADED and result.errors:  # problems of the grader's, not the student's
+        ended = ENDED_GRADER_ERROR
+    return result, ended

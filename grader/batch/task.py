@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
-from .. import pipeline, sandbox
+from .. import pipeline
 from . import regrade_rules
 from ..atomic import write_atomic
 from ..exports import write_exports
@@ -21,15 +20,6 @@ from .fingerprint import grader_fingerprint, submission_key
 from .node import node_problem
 from .plan import (GRADED, GRADER_ERROR, INTERRUPTED, STAMP_FILE, TIMED_OUT, BatchError, Plan,
                    Stamp, is_current)
-
-
-class TimeLimit(pipeline.Interrupted):
-    """The task's wall-clock limit was reached (SIGALRM)."""
-
-
-def _on_alarm(signum, _frame) -> None:
-    sandbox.kill_all()
-    raise TimeLimit("the wall-clock limit per submission was reached")
 
 
 def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: bool = False,
@@ -65,32 +55,10 @@ def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: boo
                                                       f"{text}"),
                             gpu_section=lock.section, log=say,
                             cache=Path(plan.cache) if plan.cache else None)
-    result = pipeline.new_result(opts)
-    status = GRADED
-    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)}
-    signal.signal(signal.SIGINT, pipeline.interrupt_handler)
-    signal.signal(signal.SIGTERM, pipeline.interrupt_handler)
-    signal.signal(signal.SIGALRM, _on_alarm)
-    try:
-        signal.alarm(max(1, int(plan.timeout)))
-        pipeline.grade(opts, result)
-    except TimeLimit:
-        status = TIMED_OUT
-        result.errors.append(
-            f"stopped: grading took longer than the batch's limit of {plan.timeout:g} s")
-    except pipeline.Interrupted as why:
-        status = INTERRUPTED
-        result.errors.append(f"interrupted ({why}); the results are incomplete")
-    except Exception as err:  # the grader's own failure, recorded
-        result.errors.append(pipeline.grader_failed(err))
-        status = GRADER_ERROR
-    finally:
-        signal.alarm(0)
-        for s, handler in saved.items():
-            signal.signal(s, handler)
+    result, ended = pipeline.grade_submission(opts, time_limit=plan.timeout)
+    status = {pipeline.ENDED_GRADED: GRADED, pipeline.ENDED_TIMED_OUT: TIMED_OUT,
+              pipeline.ENDED_INTERRUPTED: INTERRUPTED}.get(ended, GRADER_ERROR)
     seconds = time.monotonic() - start
-    if status == GRADED and result.errors:
-        status = GRADER_ERROR
     return _finish(out_dir, plan, sub, result, status, hashes, key, seconds - lock.waited,
                    lock.waited, say)
 

@@ -134,28 +134,16 @@ class Interrupts:
 def grade_submission(submission: Path, labs: list[LabPaths], flags: GradingFlags,
                      work_dir: Path | None = None, quiet: bool = False,
                      gpu_section: GpuSection = no_lock) -> tuple[GradeResult, int]:
-    """Runs the pipeline with interrupts handled; (result, exit status: 0 graded, 1 the
-    grader could not grade, 130 interrupted)."""
+    """The command line's flags as pipeline.Options, graded by pipeline.grade_submission;
+    (result, exit status: 0 graded, 1 the grader could not grade, 130 interrupted)."""
     opts = pipeline.Options(submission=submission.resolve(), labs=labs, work_dir=work_dir,
                             build_timeout=flags.build_timeout, test_timeout=flags.test_timeout,
                             gpu=False if flags.no_gpu else None, progress=Progress(quiet),
                             gpu_section=gpu_section, cache=flags.cache)
     if flags.seed is not None:
         opts.seed = flags.seed
-    result = pipeline.new_result(opts)
-    status = 0
-    with Interrupts():
-        try:
-            pipeline.grade(opts, result)
-        except Interrupted as why:
-            result.errors.append(f"interrupted ({why}); the results are incomplete")
-            status = 130
-        except Exception as err:  # the grader's own failure, recorded
-            result.errors.append(pipeline.grader_failed(err))
-            status = 1
-    if status == 0 and result.errors:  # problems of the grader's, not the student's
-        status = 1
-    return result, status
+    result, ended = pipeline.grade_submission(opts)
+    return result, {pipeline.ENDED_GRADED: 0, pipeline.ENDED_INTERRUPTED: 130}.get(ended, 1)
 
 
 def write_result(result: GradeResult, out_dir: Path) -> Path:
