@@ -221,14 +221,14 @@ def grade_submission(opts: Options, time_limit: float | None = None) -> tuple[Gr
     except Interrupted as why:
         ended = ENDED_INTERRUPTED
         result.errors.append(f"interrupted ({why}); the results are incomplete")
-    except Exception as err:  # noqa: BLE001  the grader's own failure, recorded
+    except Exception as err:  # the grader's own failure, recorded
         result.errors.append(grader_failed(err))
         ended = ENDED_GRADER_ERROR
     finally:
         if time_limit is not None:
             signal.alarm(0)
-        for s, handler in saved.items():
-            signal.signal(s, handler)
+        for number, previous in saved.items():
+            signal.signal(number, previous)
     if ended == ENDED_GRADED and result.errors:  # problems of the grader's, not the student's
         ended = ENDED_GRADER_ERROR
     return result, ended
