@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..benchdoc import SpeedOfLight
 from ..result import (CRASHED, ERROR, FAILED, GRADED, NOT_GRADED, NOT_MEASURED, NOT_RUN,
-                      PASSED, REVIEW, TIMEOUT, GradeResult, LabResult, PartResult, TestResult)
+                      PASSED, REVIEW, TIMEOUT, LabResult, PartResult, TestResult)
 
 # Item.outcome
 PASS, FAIL, SKIP, FLAG = "pass", "fail", "skip", "review"

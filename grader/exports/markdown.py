@@ -8,7 +8,7 @@ import re
 
 from ..result import GradeResult, LabResult
 from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
-                     lab_reason, part_outcome, part_reason, speed_of_light, test_counts,
+                     lab_reason, part_outcome, part_reason, speed_of_light,
                      test_outcome, timing_summary)
 from .table import gradable_phrase, reported_only, reported_value, tests_phrase
 
