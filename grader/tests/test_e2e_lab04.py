@@ -84,8 +84,8 @@ class Lab04EndToEnd(unittest.TestCase):
         self.assertEqual(result.points, HOST_POINTS)
         self.assertEqual(result.max_points, 100.0)
         groups = self.parts(lab, "correctness")
-        self.assertEqual(groups["Global-load model"].points, 15.0)
-        self.assertEqual(groups["Run-time tile chooser"].points, 10.0)
+        self.assertEqual(groups["Global-load model"].points, 10.0)
+        self.assertEqual(groups["Run-time tile chooser"].points, 5.0)
         self.assertEqual(groups["Tiled kernel, compile-time tile"].status, NOT_GRADED)
         self.assert_gpu_parts_not_graded(lab)
         hidden = [t for t in lab.tests if t.hidden and t.layer == "host"]
@@ -143,11 +143,11 @@ class Lab04EndToEnd(unittest.TestCase):
     def test_hang_at_run_time_costs_only_that_case(self):
         result, lab = self.grade("run_hang", test_timeout=8)
         groups = self.parts(lab, "correctness")
-        self.assertEqual(groups["Global-load model"].points, 15.0)
+        self.assertEqual(groups["Global-load model"].points, 10.0)
         self.assertEqual(groups["Run-time tile chooser"].points, 0.0)
         chooser = [t for t in lab.tests if t.group == "Run-time tile chooser"]
         self.assertTrue(chooser and all(t.status == TIMEOUT for t in chooser))
-        self.assertEqual(result.points, 15.0)
+        self.assertEqual(result.points, 10.0)
 
     def test_command_line_writes_result_and_exports(self):
         sub = make_submission("solution", self.tmp / "subs" / "cli")
