@@ -628,6 +628,7 @@ class BenchRuns:
     # No reference to time against (the student copy has no solutions/): the student's own
     # bench ran for feedback, its figures kept beside a part that is not measured.
     no_reference: bool = False
+    note: str = ""  # what the student's bench alone said, added to the speed part's reason
 
 
 NO_REFERENCE = ("Not measured here: this copy has no reference solution to time your kernel "
@@ -642,16 +643,16 @@ def student_only(perf: Performance, ctx: Context, student_bin: Path) -> BenchRun
                      no_reference=True)
     student, why, _ = run_bench(student_bin, perf.bench_args, ctx, trusted=False)
     if student is None:
-        runs.unmeasured += f" Your bench did not finish ({why})."
+        runs.note = f"Your bench did not finish ({why})."
         return runs
     student, disagreements = benchdoc.recompute(student)
     if benchdoc.altered_problem(disagreements):
-        runs.unmeasured += " Your bench's result disagrees with its own samples."
+        runs.note = "Your bench's result disagrees with its own samples."
         return runs
     try:
         comp = parsers.comparison(student, perf.comparison)
     except ValueError as err:
-        runs.unmeasured += f" {err}"
+        runs.note = str(err)
         return runs
     timing = runs.timing
     assert timing is not None
@@ -664,10 +665,10 @@ def student_only(perf: Performance, ctx: Context, student_bin: Path) -> BenchRun
     runs.review_problem = benchdoc.review_problem(comp)
     problem = runs.output_problem or runs.launch_problem or runs.review_problem
     if problem:
-        runs.unmeasured += f" Your timed run: {problem}"
+        runs.note = f"Your timed run: {problem}"
     elif timing.student_speedup:
-        runs.unmeasured += (f" On this GPU your kernel ran {timing.student_speedup:.2f}x the "
-                            "baseline's speed.")
+        runs.note = (f"On this GPU your kernel ran {timing.student_speedup:.2f}x the "
+                     "baseline's speed.")
     return runs
 
 

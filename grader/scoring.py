@@ -386,7 +386,7 @@ def performance_part(perf: "Performance", runs: "BenchRuns",
     physical floor, then speed_points on the two speedups, recomputed from the samples."""
     part = PartResult("performance", "Performance", NOT_MEASURED, 0.0, perf.points)
     if runs.unmeasured:
-        part.reason = runs.unmeasured
+        part.reason = f"{runs.unmeasured} {runs.note}".strip()
         if runs.no_reference and runs.timing is not None and runs.timing.student_speedup:
             part.details = {"student_speedup": runs.timing.student_speedup,
                             **speed_of_light(perf.comparison, runs)}
