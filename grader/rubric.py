@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, overload
 
@@ -273,6 +273,14 @@ class _Checker:
                                 f"(known keys: {', '.join(allowed)})")
 
 
+def _default(record: type, name: str) -> Any:
+    """The default a rubric record declares for `name`: the one place each default lives
+    (the parser below reads it from there)."""
+    found = next(f for f in fields(record) if f.name == name)
+    assert found.default is not MISSING, f"{record.__name__}.{name} declares no default"
+    return found.default
+
+
 def _type_name(value: Any) -> str:
     if isinstance(value, bool):
         return f"a boolean ({str(value).lower()})"
@@ -371,8 +379,10 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
     title = lab_t.string("title")
     if not title.strip():
         raise lab_t.fail("[lab].title must not be empty")
-    test_timeout = lab_t.number("test_timeout_s", required=False, default=300.0, above=0)
-    build_timeout = lab_t.number("build_timeout_s", required=False, default=600.0, above=0)
+    test_timeout = lab_t.number("test_timeout_s", required=False,
+                                default=_default(Rubric, "test_timeout_s"), above=0)
+    build_timeout = lab_t.number("build_timeout_s", required=False,
+                                 default=_default(Rubric, "build_timeout_s"), above=0)
 
     groups: list[CorrectnessGroup] = []
     for i, c in enumerate(_tables(top, "correctness")):
@@ -414,8 +424,10 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
         comparison = p.string("comparison")
         if not comparison.strip():
             raise p.fail("[performance].comparison must name a comparison of the bench")
-        full = p.number("full_credit_ratio", required=False, default=1.2, minimum=1.0)
-        review = p.number("review_ratio", required=False, default=10.0, above=1.0)
+        full = p.number("full_credit_ratio", required=False,
+                        default=_default(Performance, "full_credit_ratio"), minimum=1.0)
+        review = p.number("review_ratio", required=False,
+                          default=_default(Performance, "review_ratio"), above=1.0)
         floor_margin = p.number("floor_margin", required=False, default=FLOOR_MARGIN,
                                 minimum=1.0)
         if (lab.root / "solutions").is_dir() and not lab.solution_file.is_file():
@@ -439,7 +451,7 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
         c.where = f"[[metrics]] '{name}'"
         if any(x.name == name for x in metrics):
             raise c.fail(f"two [[metrics]] entries are called '{name}'")
-        target = c.string("target", required=False, default="bench")
+        target = c.string("target", required=False, default=_default(Metric, "target"))
         if target not in METRIC_TARGETS:
             raise c.fail(f"{c.where}.target must be \"bench\" or \"tests\", not {target!r}")
         if target == "tests" and isinstance(c.table.get("args"), str):
@@ -449,7 +461,7 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
         metric = c.string("metric")
         if not metric.strip():
             raise c.fail(f"{c.where}.metric must name an ncu metric")
-        call = c.string("call", required=False, default="candidate")
+        call = c.string("call", required=False, default=_default(Metric, "call"))
         if call not in METRIC_CALLS:
             raise c.fail(f"{c.where}.call must be \"candidate\" or \"baseline\", not {call!r}")
         per_baseline = c.table.get("per_baseline", False)
@@ -466,7 +478,7 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
         hi = c.number("expect_max", required=False, default=None)
         if lo is not None and hi is not None and lo > hi:
             raise c.fail(f"{c.where}: expect_min ({lo:g}) is greater than expect_max ({hi:g})")
-        points = c.number("points", required=False, default=0.0, minimum=0)
+        points = c.number("points", required=False, default=_default(Metric, "points"), minimum=0)
         if points > 0 and lo is None and hi is None:
             raise c.fail(f"{c.where} earns points but has neither expect_min nor expect_max")
         if points > 0 and call == "baseline":
@@ -491,8 +503,10 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
         comparison = t.string("comparison")
         if not comparison.strip():
             raise t.fail("[stretch].comparison must name a comparison of the bench")
-        fraction = t.number("target_fraction", required=False, default=0.6, above=0)
-        floor = t.number("floor_fraction", required=False, default=0.0, minimum=0)
+        fraction = t.number("target_fraction", required=False,
+                            default=_default(Stretch, "target_fraction"), above=0)
+        floor = t.number("floor_fraction", required=False,
+                           default=_default(Stretch, "floor_fraction"), minimum=0)
         if floor >= fraction:
             raise t.fail(f"[stretch].floor_fraction ({floor:g}) must be below "
                          f"target_fraction ({fraction:g})")

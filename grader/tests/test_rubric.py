@@ -215,6 +215,27 @@ class LoadRubricTest(unittest.TestCase):
         self.assertEqual(r.max_points, 50.0)
         self.assertTrue(any("not 100" in w for w in rubric_warnings(r)))
 
+    def test_each_default_is_declared_once_on_its_record(self):
+        # The parser reads the records' declared defaults: change one there, and a rubric
+        # that leaves the key out gets the new value.
+        from dataclasses import fields
+        from unittest import mock
+
+        from grader.rubric import Performance
+        for record, name, value in ((Performance, "full_credit_ratio", 1.7),
+                                    (Performance, "review_ratio", 7.0),
+                                    (Rubric, "build_timeout_s", 99.0),
+                                    (Rubric, "test_timeout_s", 42.0)):
+            with self.subTest(field=f"{record.__name__}.{name}"):
+                declared = next(f for f in fields(record) if f.name == name)
+                with mock.patch.object(declared, "default", value):
+                    r = parse_rubric(LAB, GOOD)
+                got = {"full_credit_ratio": lambda: r.performance.full_credit_ratio,
+                       "review_ratio": lambda: r.performance.review_ratio,
+                       "build_timeout_s": lambda: r.build_timeout_s,
+                       "test_timeout_s": lambda: r.test_timeout_s}[name]()
+                self.assertEqual(got, value)
+
     def test_copy_of_lab_is_read_from_its_own_root(self):
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
