@@ -194,7 +194,13 @@ def ncu_command(ncu: str, metric: Metric, binary: Path, seed: int, log: Path,
 
 
 class _NotMeasured(Exception):
-    """This machine could not measure the metric (the message says why): no points either way."""
+    """This machine could not measure the metric (the message says why): no points either way.
+    `unknown_metric`: this GPU's ncu does not know a metric it was asked for (a group of
+    several is then measured one metric at a time)."""
+
+    def __init__(self, message: str, unknown_metric: bool = False) -> None:
+        super().__init__(message)
+        self.unknown_metric = unknown_metric
 
 
 @dataclass
@@ -362,7 +368,7 @@ def _shared_profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: 
         details["commands"].append(shared.done[key][0])  # one run, read by every entry
     found = shared.done[key][1]
     if isinstance(found, _NotMeasured):
-        if len(names) > len(metric_names(metric)) and "cannot measure" in str(found):
+        if len(names) > len(metric_names(metric)) and found.unknown_metric:
             return _profile(ncu, metric, ctx, binary, call, details)
         raise found
     rows, failed = found
@@ -401,7 +407,7 @@ def _profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: str,
     if unknown:
         wanted = metric.metric + (f" / {metric.per}" if metric.per else "")
         raise _NotMeasured(f"Not measured: ncu on this GPU cannot measure {wanted} "
-                           f"({unknown[:200]}).")
+                           f"({unknown[:200]}).", unknown_metric=True)
     if out.returncode == 2 and metric.target == "bench" and _rejects_args(metric, ctx):
         raise _NotMeasured("Not measured: the bench does not accept the rubric's arguments "
                            f"({' '.join(metric.args)}): a grader problem, not yours.")

@@ -56,6 +56,32 @@ class ProfilerPassTest(unittest.TestCase):
             self.assertEqual((got.value, got.problem, got.unmeasured),
                              (single.value, single.problem, single.unmeasured), entry.name)
 
+    def test_a_metric_this_gpu_lacks_is_measured_alone_and_the_others_still_are(self):
+        # The lab's one run asks for every metric; an ncu that does not know one of them
+        # fails the whole run. The grader then measures each entry on its own: only the
+        # unknown one is "not measured".
+        text = (DATA / "ncu_textbook_padded.csv").read_text()
+        missing = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"
+
+        class LacksOne(FakeNcu):
+            def __call__(self, cmd, **kw):
+                if "--metrics" in cmd and missing in metrics_of(cmd):
+                    self.commands.append(cmd)
+                    log = cmd[cmd.index("--log-file") + 1]
+                    with open(log, "w") as f:
+                        f.write(f"==ERROR== Failed to find metric {missing}\n")
+                    return measurements.sandbox.Outcome(cmd, 1, False, 0.5, "")
+                return super().__call__(cmd, **kw)
+
+        entries, runs = self.run_pass(LacksOne({"cml:candidate/": text, "cml:baseline/": text}))
+        for entry, run in zip(entries, runs):
+            with self.subTest(entry=entry.name):
+                if missing in measurements.metric_names(entry):
+                    self.assertIn("cannot measure", run.unmeasured)
+                else:
+                    self.assertEqual(run.unmeasured, "")
+                    self.assertIsNotNone(run.value)
+
 
 if __name__ == "__main__":
     unittest.main()
