@@ -641,6 +641,30 @@ NO_REFERENCE = ("Not measured here: this copy has no reference solution to time 
                 "against, so the speed points are the course grader's to give.")
 
 
+def read_student(runs: BenchRuns, student: dict[str, Any], comparison: str) -> str | None:
+    """The student's bench document into `runs`: its summaries recomputed from the samples
+    (only the samples are believed; `altered` says where the document disagreed with them),
+    the comparison's timing, and the harness's verdicts on the timed runs. Returns why the
+    comparison could not be read, or None."""
+    student, runs.disagreements = benchdoc.recompute(student)
+    runs.altered = benchdoc.altered_problem(runs.disagreements)
+    try:
+        comp = parsers.comparison(student, comparison)
+    except ValueError as err:
+        return str(err)
+    timing = runs.timing
+    assert timing is not None
+    runs.student_doc = student
+    timing.student = benchdoc.summary(comp, student)
+    timing.student_speedup = benchdoc.number(comp, "speedup", "median")
+    runs.output_problem = benchdoc.timed_output_problem(comp)
+    runs.launch_problem = benchdoc.launch_problem(comp)
+    runs.review_problem = benchdoc.review_problem(comp)
+    runs.launches = (comp.get("candidate") or {}).get("launches")
+    runs.review = comp.get("review")
+    return None
+
+
 def student_only(perf: Performance, ctx: Context, student_bin: Path) -> BenchRuns:
     """The student's bench alone, where there is no reference (a student copy): never
     points, but the speedup over the baseline and the speed of light on this GPU, in the
@@ -651,29 +675,15 @@ def student_only(perf: Performance, ctx: Context, student_bin: Path) -> BenchRun
     if student is None:
         runs.note = f"Your bench did not finish ({why})."
         return runs
-    student, disagreements = benchdoc.recompute(student)
-    if benchdoc.altered_problem(disagreements):
-        runs.note = "Your bench's result disagrees with its own samples."
-        return runs
-    try:
-        comp = parsers.comparison(student, perf.comparison)
-    except ValueError as err:
-        runs.note = str(err)
-        return runs
-    timing = runs.timing
-    assert timing is not None
-    runs.student_doc = student
-    timing.student = benchdoc.summary(comp, student)
-    timing.student_speedup = benchdoc.number(comp, "speedup", "median")
-    timing.device = student.get("device")
-    runs.output_problem = benchdoc.timed_output_problem(comp)
-    runs.launch_problem = benchdoc.launch_problem(comp)
-    runs.review_problem = benchdoc.review_problem(comp)
-    problem = runs.output_problem or runs.launch_problem or runs.review_problem
+    unreadable = read_student(runs, student, perf.comparison)
+    assert runs.timing is not None
+    runs.timing.device = student.get("device")
+    problem = (unreadable or runs.altered or runs.output_problem or runs.launch_problem
+               or runs.review_problem)
     if problem:
         runs.note = f"Your timed run: {problem}"
-    elif timing.student_speedup:
-        runs.note = (f"On this GPU your kernel ran {timing.student_speedup:.2f}x the "
+    elif runs.timing.student_speedup:
+        runs.note = (f"On this GPU your kernel ran {runs.timing.student_speedup:.2f}x the "
                      "baseline's speed.")
     return runs
 
@@ -718,23 +728,11 @@ def performance(perf: Performance, ctx: Context) -> BenchRuns:
     if student is None:
         runs.failed = f"your bench did not finish ({why_student})."
         return runs
-    # Only the samples are believed: every summary scored below is recomputed from them.
-    student, runs.disagreements = benchdoc.recompute(student)
-    runs.altered = benchdoc.altered_problem(runs.disagreements)
-    try:
-        comp = parsers.comparison(student, perf.comparison)
-    except ValueError as err:
-        runs.failed = str(err)
+    unreadable = read_student(runs, student, perf.comparison)
+    if unreadable:
+        runs.failed = unreadable
         return runs
-    runs.student_doc = student
-    timing.student = benchdoc.summary(comp, student)
-    timing.student_speedup = benchdoc.number(comp, "speedup", "median")
     timing.reference_speedup = benchdoc.number(ref_comp, "speedup", "median")
     if timing.student_speedup and timing.reference_speedup:
         timing.time_ratio = timing.reference_speedup / timing.student_speedup
-    runs.output_problem = benchdoc.timed_output_problem(comp)
-    runs.launch_problem = benchdoc.launch_problem(comp)
-    runs.review_problem = benchdoc.review_problem(comp)
-    runs.launches = (comp.get("candidate") or {}).get("launches")
-    runs.review = comp.get("review")
     return runs

@@ -387,7 +387,8 @@ def performance_part(perf: "Performance", runs: "BenchRuns",
     part = PartResult("performance", "Performance", NOT_MEASURED, 0.0, perf.points)
     if runs.unmeasured:
         part.reason = f"{runs.unmeasured} {runs.note}".strip()
-        if runs.no_reference and runs.timing is not None and runs.timing.student_speedup:
+        if (runs.no_reference and not runs.altered and runs.timing is not None
+                and runs.timing.student_speedup):
             part.details = {"student_speedup": runs.timing.student_speedup,
                             **speed_of_light(perf.comparison, runs)}
         return part

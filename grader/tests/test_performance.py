@@ -298,6 +298,12 @@ class PerformanceTest(unittest.TestCase):
         wrong["comparisons"][0]["candidate"]["verification"]["passed"] = False
         part, _ = self.student_copy(wrong)
         self.assertNotIn("speed_of_light", part.details)
+        # a document that disagrees with its own samples is not believed here either
+        altered = self.with_limits(load("verified.json"))
+        altered["comparisons"][0]["speedup"]["median"] = 15.4
+        part, _ = self.student_copy(altered)
+        self.assertEqual(part.details, {})
+        self.assertIn("Your timed run:", part.reason)
         # where solutions/ exists, a missing reference bench is the grader's problem
         part, calls = self.student_copy(load("verified.json"), solutions=True)
         self.assertEqual((calls, part.reason), ([], "Not measured: the bench was not built."))
