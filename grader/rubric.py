@@ -7,14 +7,16 @@ change a grade — with a message that names the file and the problem.
 
 from __future__ import annotations
 
-import math
 import sys
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
 
 from .benchdoc import FLOOR_MARGIN
 from .paths import LabPaths
+from .rubric_schema import (BOOLEAN, DERIVED, NUMBER, STRING, STRINGS, STRINGS_OR_STRING, TOP,
+                            WHOLE_NUMBER, Above, AtLeast, Distinct, EachOneOf, Filled, OneOf,
+                            Optional, Read, Required, RubricError, SubTable, SubTables, Table,
+                            read_table, type_name)
 
 # The TOML reader every part of the grader uses (`from .rubric import tomllib`): the standard
 # library's on Python 3.11 and newer, on 3.10 the same parser packaged as `tomli` (Debian's
@@ -36,10 +38,6 @@ RUBRIC_FILE = "grading.toml"
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 METRIC_TARGETS = ("bench", "tests")
 METRIC_CALLS = ("candidate", "baseline")
-
-
-class RubricError(ValueError):
-    """A grading.toml that cannot be used; the message names the file and the problem."""
 
 
 @dataclass
@@ -197,135 +195,129 @@ class Rubric:
         raise KeyError(name)
 
 
-# --- checking ------------------------------------------------------------------------------
+# --- the schema -----------------------------------------------------------------------------
+# Every table of grading.toml, declared once: its keys with their types, whether each is
+# required, and its checks. A key declared without a default takes its record's (above);
+# grader/README.md documents the same keys (grader/tests/test_rubric.py compares them).
 
-class _Checker:
-    """Typed access to one table of the document, collecting the keys it has read."""
-
-    def __init__(self, file: str, where: str, table: Any) -> None:
-        self.file = file
-        self.where = where
-        if not isinstance(table, dict):
-            raise self.fail(f"{where} must be a table, not {_type_name(table)}")
-        self.table = table
-
-    def fail(self, problem: str) -> RubricError:
-        return RubricError(f"{self.file}: {problem}")
-
-    def _get(self, key: str, required: bool) -> Any:
-        if key not in self.table:
-            if required:
-                raise self.fail(f"{self.where} is missing the required key '{key}'")
-            return None
-        return self.table[key]
-
-    # A default that is a string gives a string; a default of None may give None.
-    @overload
-    def string(self, key: str, required: bool = ..., default: str = ...) -> str: ...
-    @overload
-    def string(self, key: str, required: bool = ..., *, default: None) -> str | None: ...
-
-    def string(self, key: str, required: bool = True, default: str | None = "") -> str | None:
-        value = self._get(key, required)
-        if value is None:
-            return default
-        if not isinstance(value, str):
-            raise self.fail(f"{self.where}.{key} must be a string, not {_type_name(value)}")
-        return value
-
-    # A default that is a number gives a number; a default of None may give None.
-    @overload
-    def number(self, key: str, required: bool = ..., default: float = ...,
-               minimum: float | None = ..., above: float | None = ...) -> float: ...
-    @overload
-    def number(self, key: str, required: bool = ..., *, default: None,
-               minimum: float | None = ..., above: float | None = ...) -> float | None: ...
-
-    def number(self, key: str, required: bool = True, default: float | None = 0.0,
-               minimum: float | None = None, above: float | None = None) -> float | None:
-        value = self._get(key, required)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.fail(f"{self.where}.{key} must be a number, not {_type_name(value)}")
-        value = float(value)
-        if not math.isfinite(value):
-            raise self.fail(f"{self.where}.{key} must be a finite number, not {value}")
-        if minimum is not None and value < minimum:
-            raise self.fail(f"{self.where}.{key} must be at least {minimum:g}, not {value:g}")
-        if above is not None and value <= above:
-            raise self.fail(f"{self.where}.{key} must be greater than {above:g}, not {value:g}")
-        return value
-
-    def strings(self, key: str, required: bool = True) -> list[str]:
-        value = self._get(key, required)
-        if value is None:
-            return []
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.fail(f"{self.where}.{key} must be an array of strings, "
-                            f"not {_type_name(value)}")
-        return list(value)
-
-    def only(self, allowed: tuple[str, ...]) -> None:
-        for key in self.table:
-            if key not in allowed:
-                raise self.fail(f"unknown key '{key}' in {self.where} "
-                                f"(known keys: {', '.join(allowed)})")
+_BENCH_COMPARISON = Filled("must name a comparison of the bench")
+_KERNEL_REGEX_GONE = ("a metric measures every kernel of the profiled call, whatever its name "
+                      "(use `call` and `per_baseline`; grader/README.md)")
 
 
-def _default(record: type, name: str) -> Any:
-    """The default a rubric record declares for `name`: the one place each default lives
-    (the parser below reads it from there)."""
-    found = next(f for f in fields(record) if f.name == name)
-    assert found.default is not MISSING, f"{record.__name__}.{name} declares no default"
-    return found.default
+def _inside_repository(patterns: list[str]) -> str | None:
+    """[static].allow_include: each a path from the repository root, never out of it."""
+    for pattern in patterns:
+        if pattern.startswith("/") or ".." in Path(pattern).parts:
+            return (f"names '{pattern}', which must be a path inside the repository, "
+                    "relative to its root")
+    return None
 
 
-def _type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return f"a boolean ({str(value).lower()})"
-    if isinstance(value, (int, float)):
-        return f"a number ({value})"
-    if isinstance(value, str):
-        return f"a string ({value!r})"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    return type(value).__name__
+LAB_TABLE = Table("[lab]", Rubric, (
+    Required("title", STRING, Filled()),
+    Optional("test_timeout_s", NUMBER, Above(0)),
+    Optional("build_timeout_s", NUMBER, Above(0)),
+))
 
+CORRECTNESS_TABLE = Table("[[correctness]]", CorrectnessGroup, (
+    Required("name", STRING, Filled()),
+    Required("tests", STRING, Filled()),
+    Required("points", NUMBER, AtLeast(0)),
+    Optional("hint", STRING),
+    Optional("bonus", BOOLEAN),
+), named_by="name")
 
-def _bonus(check: _Checker) -> bool:
-    """The table's `bonus` flag (default false)."""
-    value = check.table.get("bonus", False)
-    if not isinstance(value, bool):
-        raise check.fail(f"{check.where}.bonus must be true or false, not {_type_name(value)}")
-    return value
+MEMORY_SAFETY_TABLE = Table("[memory_safety]", MemorySafety, (
+    Required("points", NUMBER, AtLeast(0)),
+    Required("tests", STRING),
+    Required("tools", STRINGS, Filled("must name at least one tool"),
+             EachOneOf(SANITIZER_TOOLS, "compute-sanitizer tool"), Distinct()),
+))
 
+PERFORMANCE_TABLE = Table("[performance]", Performance, (
+    Required("points", NUMBER, AtLeast(0)),
+    Optional("bench_args", STRINGS, default=[]),
+    Required("comparison", STRING, _BENCH_COMPARISON),
+    Optional("requires", STRINGS, default=[]),
+    Optional("full_credit_ratio", NUMBER, AtLeast(1)),
+    Optional("review_ratio", NUMBER, Above(1)),
+    Optional("floor_margin", NUMBER, AtLeast(1)),
+))
 
-def _student_files(lab: LabPaths, check: _Checker) -> list[str]:
+METRICS_TABLE = Table("[[metrics]]", Metric, (
+    Required("name", STRING),
+    Optional("target", STRING, OneOf(METRIC_TARGETS)),
+    Optional("args", STRINGS_OR_STRING),  # one string: a Catch2 spec, target "tests" only
+    Required("metric", STRING, Filled("must name an ncu metric")),
+    Optional("per", STRING),
+    Optional("call", STRING, OneOf(METRIC_CALLS)),
+    Optional("per_baseline", BOOLEAN),
+    Optional("expect_min", NUMBER),
+    Optional("expect_max", NUMBER),
+    Optional("points", NUMBER, AtLeast(0)),
+    Optional("requires", STRINGS, default=DERIVED),  # [performance].requires
+    Optional("max_kernels", WHOLE_NUMBER, AtLeast(1)),
+), named_by="name", gone={"kernel_regex": _KERNEL_REGEX_GONE,
+                          "baseline_kernel_regex": _KERNEL_REGEX_GONE})
+
+STATIC_TABLE = Table("[static]", StaticRules, (
+    Optional("allow_reference", STRINGS),
+    Optional("allow_define", STRINGS),
+    Optional("allow_include", STRINGS, _inside_repository),
+    Optional("refuse_reference", STRINGS),
+    Optional("refuse_why", STRING),
+))
+
+STRETCH_TABLE = Table("[stretch]", Stretch, (
+    Required("points", NUMBER, AtLeast(0)),
+    Required("comparison", STRING, _BENCH_COMPARISON),
+    Optional("requires", STRINGS, default=[]),
+    Optional("target_fraction", NUMBER, Above(0)),
+    Optional("floor_fraction", NUMBER, AtLeast(0)),
+    Optional("sanitizer_tests", STRING),
+    Optional("bonus", BOOLEAN),
+    Optional("floor_margin", NUMBER, AtLeast(1)),
+))
+
+# Read by grader/course/releases.py (the labs whose answers this lab's given code holds);
+# the rubric only checks it.
+RELEASE_TABLE = Table("[release]", None, (
+    Optional("contains_answers_of", STRINGS, default=[]),
+))
+
+RUBRIC_SCHEMA = Table(TOP, Rubric, (
     # Default: the one file the folder names, labs/NN_topic/topic.cu.
-    if "student_files" not in check.table:
+    Optional("student_files", STRINGS, Filled("must name at least one file"), Distinct(),
+             default=DERIVED),
+    Required("lab", SubTable(LAB_TABLE)),
+    Optional("correctness", SubTables(CORRECTNESS_TABLE), default=[]),
+    Optional("memory_safety", SubTable(MEMORY_SAFETY_TABLE), default=None),
+    Optional("performance", SubTable(PERFORMANCE_TABLE), default=None),
+    Optional("metrics", SubTables(METRICS_TABLE), default=[]),
+    Optional("static", SubTable(STATIC_TABLE), default=None),
+    Optional("release", SubTable(RELEASE_TABLE), default=None),
+    Optional("stretch", SubTable(STRETCH_TABLE), default=None),
+))
+
+
+# --- what one key alone cannot say ----------------------------------------------------------
+
+def _student_files(lab: LabPaths, top: Read) -> list[str]:
+    if "student_files" not in top.given:
         return [f"labs/{lab.folder}/{lab.topic}.cu"]
-    files = check.strings("student_files")
-    if not files:
-        raise check.fail("student_files must name at least one file")
     lab_dir = lab.lab_dir.resolve()
-    out = []
-    for name in files:
+    for name in top["student_files"]:
         path = Path(name)
         if path.is_absolute() or ".." in path.parts:
-            raise check.fail(f"student file '{name}' must be a path relative to the repository "
-                             f"root inside labs/{lab.folder}/")
+            raise top.fail(f"student file '{name}' must be a path relative to the repository "
+                           f"root inside labs/{lab.folder}/")
         resolved = (lab.root / path).resolve()
         if resolved == lab_dir or lab_dir not in resolved.parents:
-            raise check.fail(f"student file '{name}' is outside the lab folder labs/{lab.folder}/")
+            raise top.fail(f"student file '{name}' is outside the lab folder labs/{lab.folder}/")
         if resolved.name == RUBRIC_FILE or "tests" in resolved.relative_to(lab_dir).parts[:-1]:
-            raise check.fail(f"student file '{name}' may not be the rubric or a test file")
-        if name in out:
-            raise check.fail(f"student file '{name}' is listed twice")
-        out.append(name)
-    return out
+            raise top.fail(f"student file '{name}' may not be the rubric or a test file")
+    return list(top["student_files"])
 
 
 def _in_lab(spec: str, lab: LabPaths) -> str:
@@ -336,23 +328,42 @@ def _in_lab(spec: str, lab: LabPaths) -> str:
     return ",".join(f"[{lab.tag}]{alt.strip()}" for alt in spec.split(","))
 
 
-def _requires(check: _Checker, groups: list[CorrectnessGroup]) -> list[str]:
+def _requires(table: Read, groups: list[CorrectnessGroup]) -> list[str]:
     names = {g.name for g in groups}
-    required = check.strings("requires", required=False)
-    for name in required:
+    for name in table["requires"]:
         if name not in names:
             known = ", ".join(repr(n) for n in sorted(names)) or "none"
-            raise check.fail(f"{check.where}.requires names '{name}', which is not a "
+            raise table.fail(f"{table.where}.requires names '{name}', which is not a "
                              f"[[correctness]] group (groups: {known})")
-    return required
+    return list(table["requires"])
 
 
-def _tables(top: _Checker, key: str) -> list[_Checker]:
-    """The tables of the array `[[key]]` (none when absent), each named by its position."""
-    raw = top.table.get(key, [])
-    if not isinstance(raw, list):
-        raise top.fail(f"{key} must be an array of tables ([[{key}]])")
-    return [_Checker(top.file, f"[[{key}]] #{i + 1}", table) for i, table in enumerate(raw)]
+def _metric(c: Read, groups: list[CorrectnessGroup], performance: Performance | None) -> Metric:
+    target, call, per_baseline = c["target"], c["call"], c["per_baseline"]
+    args = c["args"]
+    if isinstance(args, str):
+        if target != "tests":
+            raise c.fail(f"{c.where}.args must be an array of strings, not {type_name(args)} "
+                         "(one Catch2 spec string is for target = \"tests\")")
+        args = [args]
+    if target == "tests" and (call != "candidate" or per_baseline):
+        raise c.fail(f"{c.where}: `call` and `per_baseline` need target = \"bench\" (only "
+                     "the bench marks the student's and the baseline's calls)")
+    if call == "baseline" and per_baseline:
+        raise c.fail(f"{c.where}: per_baseline divides the candidate's value by the "
+                     "baseline's; it needs call = \"candidate\"")
+    lo, hi = c["expect_min"], c["expect_max"]
+    if lo is not None and hi is not None and lo > hi:
+        raise c.fail(f"{c.where}: expect_min ({lo:g}) is greater than expect_max ({hi:g})")
+    if c["points"] > 0 and lo is None and hi is None:
+        raise c.fail(f"{c.where} earns points but has neither expect_min nor expect_max")
+    if c["points"] > 0 and call == "baseline":
+        raise c.fail(f"{c.where} earns points for the baseline's call, which is not the "
+                     "student's work")
+    # Like speed, metric points wait for correctness: by default the groups speed needs.
+    requires = (_requires(c, groups) if "requires" in c.given
+                else list(performance.requires) if performance else [])
+    return c.build(Metric, args=args, requires=requires)
 
 
 def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
@@ -363,178 +374,46 @@ def parse_rubric(lab: LabPaths, text: str, file: str | None = None) -> Rubric:
     except tomllib.TOMLDecodeError as err:
         raise RubricError(f"{file}: not valid TOML: {err}") from err
 
-    top = _Checker(file, "the top level", doc)
-    top.only(("student_files", "lab", "correctness", "memory_safety", "performance",
-              "metrics", "static", "release", "stretch"))
-    if "release" in doc:  # read by grader/course/releases.py: labs whose answers this lab's given code holds
-        rel = _Checker(file, "[release]", doc["release"])
-        rel.only(("contains_answers_of",))
-        rel.strings("contains_answers_of", required=False)
+    top = read_table(RUBRIC_SCHEMA, doc, file)
     student_files = _student_files(lab, top)
 
-    if "lab" not in doc:
-        raise top.fail("the [lab] table (with its title) is missing")
-    lab_t = _Checker(file, "[lab]", doc["lab"])
-    lab_t.only(("title", "test_timeout_s", "build_timeout_s"))
-    title = lab_t.string("title")
-    if not title.strip():
-        raise lab_t.fail("[lab].title must not be empty")
-    test_timeout = lab_t.number("test_timeout_s", required=False,
-                                default=_default(Rubric, "test_timeout_s"), above=0)
-    build_timeout = lab_t.number("build_timeout_s", required=False,
-                                 default=_default(Rubric, "build_timeout_s"), above=0)
-
-    groups: list[CorrectnessGroup] = []
-    for i, c in enumerate(_tables(top, "correctness")):
-        c.only(("name", "tests", "points", "hint", "bonus"))
-        name = c.string("name")
-        c.where = f"[[correctness]] '{name}'"
-        if not name.strip():
-            raise c.fail(f"[[correctness]] #{i + 1} has an empty name")
-        if any(g.name == name for g in groups):
-            raise c.fail(f"two [[correctness]] groups are called '{name}'")
-        tests = c.string("tests")
-        if not tests.strip():
-            raise c.fail(f"{c.where}.tests must not be empty")
-        tests = _in_lab(tests, lab)
-        groups.append(CorrectnessGroup(name, tests, c.number("points", minimum=0),
-                                       c.string("hint", required=False), _bonus(c)))
+    groups = [c.build(CorrectnessGroup, tests=_in_lab(c["tests"], lab))
+              for c in top["correctness"]]
 
     memory = None
-    if "memory_safety" in doc:
-        m = _Checker(file, "[memory_safety]", doc["memory_safety"])
-        m.only(("points", "tests", "tools"))
-        tools = m.strings("tools")
-        if not tools:
-            raise m.fail("[memory_safety].tools must name at least one tool")
-        for tool in tools:
-            if tool not in SANITIZER_TOOLS:
-                raise m.fail(f"[memory_safety].tools: unknown compute-sanitizer tool '{tool}' "
-                             f"(known: {', '.join(SANITIZER_TOOLS)})")
-        if len(set(tools)) != len(tools):
-            raise m.fail("[memory_safety].tools lists a tool twice")
-        memory = MemorySafety(m.number("points", minimum=0), _in_lab(m.string("tests"), lab),
-                              tools)
+    if top["memory_safety"]:
+        m = top["memory_safety"]
+        memory = m.build(MemorySafety, tests=_in_lab(m["tests"], lab))
 
     performance = None
-    if "performance" in doc:
-        p = _Checker(file, "[performance]", doc["performance"])
-        p.only(("points", "bench_args", "comparison", "requires", "full_credit_ratio",
-                "review_ratio", "floor_margin"))
-        comparison = p.string("comparison")
-        if not comparison.strip():
-            raise p.fail("[performance].comparison must name a comparison of the bench")
-        full = p.number("full_credit_ratio", required=False,
-                        default=_default(Performance, "full_credit_ratio"), minimum=1.0)
-        review = p.number("review_ratio", required=False,
-                          default=_default(Performance, "review_ratio"), above=1.0)
-        floor_margin = p.number("floor_margin", required=False, default=FLOOR_MARGIN,
-                                minimum=1.0)
+    if top["performance"]:
+        p = top["performance"]
         if (lab.root / "solutions").is_dir() and not lab.solution_file.is_file():
             raise p.fail(f"[performance] is scored against the reference solution, and "
                          f"solutions/{lab.folder}/{lab.topic}.cu does not exist: add it "
                          "(python3 -m grader new-lab makes the pair) or remove [performance]")
-        performance = Performance(p.number("points", minimum=0),
-                                  p.strings("bench_args", required=False), comparison,
-                                  _requires(p, groups), full, review, floor_margin)
+        performance = p.build(Performance, requires=_requires(p, groups))
 
-    metrics: list[Metric] = []
-    for c in _tables(top, "metrics"):
-        for gone in ("kernel_regex", "baseline_kernel_regex"):
-            if gone in c.table:
-                raise c.fail(f"{c.where}: '{gone}' is no longer read: a metric measures every "
-                             "kernel of the profiled call, whatever its name (use `call` and "
-                             "`per_baseline`; grader/README.md)")
-        c.only(("name", "target", "args", "metric", "per", "call", "per_baseline",
-                "expect_min", "expect_max", "points", "requires", "max_kernels"))
-        name = c.string("name")
-        c.where = f"[[metrics]] '{name}'"
-        if any(x.name == name for x in metrics):
-            raise c.fail(f"two [[metrics]] entries are called '{name}'")
-        target = c.string("target", required=False, default=_default(Metric, "target"))
-        if target not in METRIC_TARGETS:
-            raise c.fail(f"{c.where}.target must be \"bench\" or \"tests\", not {target!r}")
-        if target == "tests" and isinstance(c.table.get("args"), str):
-            args = [c.table["args"]]  # a Catch2 spec may be given as one string
-        else:
-            args = c.strings("args", required=False)
-        metric = c.string("metric")
-        if not metric.strip():
-            raise c.fail(f"{c.where}.metric must name an ncu metric")
-        call = c.string("call", required=False, default=_default(Metric, "call"))
-        if call not in METRIC_CALLS:
-            raise c.fail(f"{c.where}.call must be \"candidate\" or \"baseline\", not {call!r}")
-        per_baseline = c.table.get("per_baseline", False)
-        if not isinstance(per_baseline, bool):
-            raise c.fail(f"{c.where}.per_baseline must be true or false, not "
-                         f"{_type_name(per_baseline)}")
-        if target == "tests" and (call != "candidate" or per_baseline):
-            raise c.fail(f"{c.where}: `call` and `per_baseline` need target = \"bench\" (only "
-                         "the bench marks the student's and the baseline's calls)")
-        if call == "baseline" and per_baseline:
-            raise c.fail(f"{c.where}: per_baseline divides the candidate's value by the "
-                         "baseline's; it needs call = \"candidate\"")
-        lo = c.number("expect_min", required=False, default=None)
-        hi = c.number("expect_max", required=False, default=None)
-        if lo is not None and hi is not None and lo > hi:
-            raise c.fail(f"{c.where}: expect_min ({lo:g}) is greater than expect_max ({hi:g})")
-        points = c.number("points", required=False, default=_default(Metric, "points"), minimum=0)
-        if points > 0 and lo is None and hi is None:
-            raise c.fail(f"{c.where} earns points but has neither expect_min nor expect_max")
-        if points > 0 and call == "baseline":
-            raise c.fail(f"{c.where} earns points for the baseline's call, which is not the "
-                         "student's work")
-        # Like speed, metric points wait for correctness: by default the groups speed needs.
-        requires = (_requires(c, groups) if "requires" in c.table
-                    else list(performance.requires) if performance else [])
-        most = c.number("max_kernels", required=False, default=None, minimum=1)
-        if most is not None and not most.is_integer():
-            raise c.fail(f"{c.where}.max_kernels must be a whole number, not {most:g}")
-        metrics.append(Metric(name, target, args, metric,
-                              c.string("per", required=False, default=None), call,
-                              per_baseline, lo, hi, points, requires,
-                              int(most) if most is not None else None))
+    metrics = [_metric(c, groups, performance) for c in top["metrics"]]
 
     stretch = None
-    if "stretch" in doc:
-        t = _Checker(file, "[stretch]", doc["stretch"])
-        t.only(("points", "comparison", "requires", "target_fraction", "floor_fraction",
-                "sanitizer_tests", "bonus", "floor_margin"))
-        comparison = t.string("comparison")
-        if not comparison.strip():
-            raise t.fail("[stretch].comparison must name a comparison of the bench")
-        fraction = t.number("target_fraction", required=False,
-                            default=_default(Stretch, "target_fraction"), above=0)
-        floor = t.number("floor_fraction", required=False,
-                           default=_default(Stretch, "floor_fraction"), minimum=0)
-        if floor >= fraction:
-            raise t.fail(f"[stretch].floor_fraction ({floor:g}) must be below "
-                         f"target_fraction ({fraction:g})")
-        stretch = Stretch(t.number("points", minimum=0), comparison, _requires(t, groups),
-                          fraction, floor, t.string("sanitizer_tests", required=False), _bonus(t),
-                          t.number("floor_margin", required=False, default=FLOOR_MARGIN,
-                                   minimum=1.0))
+    if top["stretch"]:
+        t = top["stretch"]
+        if t["floor_fraction"] >= t["target_fraction"]:
+            raise t.fail(f"[stretch].floor_fraction ({t['floor_fraction']:g}) must be below "
+                         f"target_fraction ({t['target_fraction']:g})")
+        stretch = t.build(Stretch, requires=_requires(t, groups))
 
     static = StaticRules()
-    if "static" in doc:
-        s = _Checker(file, "[static]", doc["static"])
-        s.only(("allow_reference", "allow_define", "allow_include", "refuse_reference",
-                "refuse_why"))
-        static = StaticRules(s.strings("allow_reference", required=False),
-                             s.strings("allow_define", required=False),
-                             s.strings("allow_include", required=False),
-                             s.strings("refuse_reference", required=False),
-                             s.string("refuse_why", required=False) or "")
+    if top["static"]:
+        static = top["static"].build(StaticRules)
         if static.refuse_reference and not static.refuse_why:
-            raise s.fail("[static].refuse_reference needs refuse_why: the reason a student "
-                         "reads when the call is refused")
-        for pattern in static.allow_include:
-            if pattern.startswith("/") or ".." in Path(pattern).parts:
-                raise s.fail(f"[static].allow_include: '{pattern}' must be a path inside the "
-                             "repository, relative to its root")
+            raise top.fail("[static].refuse_reference needs refuse_why: the reason a student "
+                           "reads when the call is refused")
 
-    return Rubric(lab, title, student_files, test_timeout, build_timeout, groups, memory,
-                  performance, metrics, static, stretch)
+    return Rubric(lab, student_files=student_files, correctness=groups, memory_safety=memory,
+                  performance=performance, metrics=metrics, static=static, stretch=stretch,
+                  **top["lab"].values)
 
 
 def load_rubric(lab: LabPaths) -> Rubric:
