@@ -1,5 +1,6 @@
 """grading.toml: loading and checking."""
 
+import re
 import shutil
 import tempfile
 import unittest
@@ -236,6 +237,46 @@ class LoadRubricTest(unittest.TestCase):
                        "test_timeout_s": lambda: r.test_timeout_s}[name]()
                 self.assertEqual(got, value)
 
+    def test_the_loader_follows_the_declared_checks(self):
+        # The checks live in the schema alone: change one there and the loader follows.
+        from unittest import mock
+
+        from grader.rubric import CORRECTNESS_TABLE, PERFORMANCE_TABLE
+        from grader.rubric_schema import AtLeast
+
+        ratio = PERFORMANCE_TABLE.key("full_credit_ratio")
+        text = with_line(GOOD, 'comparison = "tiled"',
+                         'comparison = "tiled"\nfull_credit_ratio = 1.5')
+        self.assertEqual(parse_rubric(LAB, text).performance.full_credit_ratio, 1.5)
+        with mock.patch.object(ratio, "checks", (AtLeast(2),)):
+            self.assertRejects(text, "[performance].full_credit_ratio must be at least 2, not 1.5")
+        low = text.replace("= 1.5", "= 0.5")
+        self.assertRejects(low, "full_credit_ratio must be at least 1")
+        with mock.patch.object(ratio, "checks", ()):
+            self.assertEqual(parse_rubric(LAB, low).performance.full_credit_ratio, 0.5)
+
+        hint = CORRECTNESS_TABLE.key("hint")
+        with mock.patch.object(hint, "required", True):
+            self.assertRejects(GOOD, "[[correctness]] 'Model' is missing the required key 'hint'")
+        self.assertEqual(parse_rubric(LAB, GOOD).correctness[0].hint, "")
+
+    def test_messages_name_the_table_and_the_key(self):
+        self.assertRejects(with_line(GOOD, 'name = "Model"', 'name = " "'),
+                           "[[correctness]] #1.name must not be empty")
+        self.assertRejects(with_line(GOOD, "points = 40", "points = inf"),
+                           "[[correctness]] 'Kernel'.points must be a finite number")
+        self.assertRejects(with_line(GOOD, 'student_files = ["labs/04_tiled_matmul/tiled_matmul.cu"]',
+                                     'student_files = "labs/04_tiled_matmul/tiled_matmul.cu"'),
+                           ": student_files must be an array of strings")
+        self.assertRejects(with_line(GOOD, 'tools = ["memcheck", "racecheck"]',
+                                     'tools = ["memcheck", "memcheck"]'),
+                           "[memory_safety].tools lists 'memcheck' twice")
+        self.assertRejects(with_line(GOOD, '[lab]\ntitle = "Tiled matrix multiplication"\n', ""),
+                           "the required table [lab] is missing")
+        self.assertRejects(with_line(GOOD, "per_baseline = true", 'args = "[lab04][tiled]"'),
+                           "'requests per naive request'.args must be an array of strings",
+                           'target = "tests"')
+
     def test_copy_of_lab_is_read_from_its_own_root(self):
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
@@ -244,6 +285,95 @@ class LoadRubricTest(unittest.TestCase):
             shutil.copy(ROOT / "labs" / "04_tiled_matmul" / "grading.toml", lab_dir)
             r = load_rubric(LabPaths("04_tiled_matmul", "04", "tiled_matmul", root))
             self.assertEqual(r.max_points, 100.0)
+
+
+def documented_keys() -> dict[tuple[str, str], tuple[str, str]]:
+    """grader/README.md's grading.toml table: (table, key) -> (its type cell, its default
+    cell); a row that names several keys ("`[[metrics]] expect_min`, `expect_max`") gives
+    each."""
+    readme = (ROOT / "grader" / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## grading.toml\n", 1)[1].split("\n## ", 1)[0]
+    out = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or not cells[0].startswith("`"):
+            continue
+        table = ""
+        for name in re.findall(r"`([^`]+)`", cells[0]):
+            if " " in name:
+                table, name = name.rsplit(" ", 1)
+            out[(table, name)] = (cells[1], cells[2])
+    return out
+
+
+def literal(cell: str):
+    """A default cell as a value: `""`, `[]`, `false`, `"bench"`, a number or "none";
+    anything else (a default the parser works out) as itself."""
+    cell = cell.strip("`")
+    if cell == "none":
+        return None
+    if cell in ("true", "false"):
+        return cell == "true"
+    if cell == "[]":
+        return []
+    if re.fullmatch(r"[0-9.]+", cell):
+        return float(cell)
+    if re.fullmatch(r'"[^"]*"', cell):
+        return cell[1:-1]
+    return cell
+
+
+class SchemaTest(unittest.TestCase):
+    """The schema of grader/rubric.py is the one source: grader/README.md documents its
+    keys, their types, ranges, choices and defaults, and nothing else."""
+
+    def setUp(self):
+        from grader.rubric import RUBRIC_SCHEMA
+        from grader.rubric_schema import keys_of
+        self.declared = {(where, key.name): (key, table)
+                         for where, key, table in keys_of(RUBRIC_SCHEMA)}
+        self.documented = documented_keys()
+
+    def test_the_readme_documents_every_declared_key_and_no_other(self):
+        self.assertGreater(len(self.declared), 40)
+        self.assertEqual(sorted(set(self.declared) - set(self.documented)), [],
+                         "declared, not documented")
+        self.assertEqual(sorted(set(self.documented) - set(self.declared)), [],
+                         "documented, not declared")
+
+    def test_types_ranges_and_choices_match(self):
+        from grader.rubric_schema import (BOOLEAN, NUMBER, STRING, STRINGS, STRINGS_OR_STRING,
+                                          WHOLE_NUMBER, Above, AtLeast, OneOf)
+        words = {STRING: "string", NUMBER: "number", WHOLE_NUMBER: "whole number",
+                 BOOLEAN: "boolean", STRINGS: "array", STRINGS_OR_STRING: "array"}
+        for (where, name), (key, _) in self.declared.items():
+            if (where, name) not in self.documented:
+                continue  # the test above names it
+            with self.subTest(key=f"{where} {name}".strip()):
+                kind, _ = self.documented[(where, name)]
+                self.assertEqual("required" in kind, key.required, kind)
+                choices = [c for c in key.checks if isinstance(c, OneOf)]
+                if choices:
+                    for choice in choices[0].choices:
+                        self.assertIn(f'"{choice}"', kind)
+                else:
+                    self.assertIn(words[key.type], kind)
+                bounds = [f"≥ {c.bound:g}" for c in key.checks if isinstance(c, AtLeast)]
+                bounds += [f"> {c.bound:g}" for c in key.checks if isinstance(c, Above)]
+                self.assertEqual(re.findall(r"[≥>] [0-9.]+", kind), bounds)
+
+    def test_defaults_match(self):
+        from grader.rubric_schema import DERIVED
+        for (where, name), (key, table) in self.declared.items():
+            if key.required or (where, name) not in self.documented:
+                continue
+            with self.subTest(key=f"{where} {name}".strip()):
+                documented = literal(self.documented[(where, name)][1])
+                if key.default is DERIVED:  # the parser's: described in words
+                    self.assertIsInstance(documented, str)
+                    self.assertNotEqual(documented, "")
+                else:
+                    self.assertEqual(documented, table.default(key))
 
 
 if __name__ == "__main__":
