@@ -1,8 +1,11 @@
 """A lab's rubric: labs/NN_topic/grading.toml read into dataclasses and checked.
 
-The schema (every key, with lab 04's rubric as the example) is in grader/README.md.
-`load_rubric` rejects what it does not know — a misspelt key would otherwise silently
-change a grade — with a message that names the file and the problem.
+The schema is declared once, below the records: each table's keys with their types,
+whether they are required and their checks, read by grader/rubric_schema.py's one loader;
+the defaults are the records'. grader/README.md documents the same keys, with lab 04's
+rubric as the example. `load_rubric` rejects what it does not know — a misspelt key would
+otherwise silently change a grade — with a message that names the file, the table and the
+key.
 """
 
 from __future__ import annotations
