@@ -184,7 +184,8 @@ class SubTables:
 # --- keys and tables ------------------------------------------------------------------------
 
 class _FromRecord:
-    """A key's default: the one its table's record declares for the key's attribute."""
+    """A key's default: the one its table's record declares for the attribute of the key's
+    name."""
 
     def __repr__(self) -> str:
         return "FROM_RECORD"
@@ -212,10 +213,6 @@ class Key:
     checks: tuple[Check, ...] = ()
     required: bool = False
     default: Any = FROM_RECORD
-    attr: str = ""  # the record's attribute, when it is not `name`
-
-    def __post_init__(self) -> None:
-        self.attr = self.attr or self.name
 
 
 def Required(name: str, type: Type | SubTable | SubTables, *checks: Check) -> Key:
@@ -224,9 +221,9 @@ def Required(name: str, type: Type | SubTable | SubTables, *checks: Check) -> Ke
 
 
 def Optional(name: str, type: Type | SubTable | SubTables, *checks: Check,
-             default: Any = FROM_RECORD, attr: str = "") -> Key:
+             default: Any = FROM_RECORD) -> Key:
     """A key the table may leave out: it then takes `default`, by default its record's."""
-    return Key(name, type, checks, default=default, attr=attr)
+    return Key(name, type, checks, default=default)
 
 
 @dataclass(frozen=True)
@@ -254,16 +251,16 @@ class Table:
         if key.default is not FROM_RECORD:  # a fresh copy: records do not share a list
             return list(key.default) if isinstance(key.default, list) else key.default
         assert self.record is not None, f"{self.where}.{key.name} has no record to default from"
-        found = next(f for f in fields(self.record) if f.name == key.attr)
+        found = next(f for f in fields(self.record) if f.name == key.name)
         if found.default is not MISSING:
             return found.default
         assert found.default_factory is not MISSING, \
-            f"{self.record.__name__}.{key.attr} declares no default"
+            f"{self.record.__name__}.{key.name} declares no default"
         return found.default_factory()
 
 
 class Read:
-    """A table read through its schema: the values by record attribute (defaults in), which
+    """A table read through its schema: the values by key (defaults in), which
     keys the table gave, and where it is, for the parser's own checks."""
 
     def __init__(self, file: str, where: str, values: dict[str, Any], given: set[str]) -> None:
@@ -272,8 +269,8 @@ class Read:
         self.values = values
         self.given = given
 
-    def __getitem__(self, attr: str) -> Any:
-        return self.values[attr]
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
 
     def fail(self, problem: str) -> RubricError:
         return RubricError(f"{self.file}: {problem}")
@@ -315,7 +312,7 @@ def read_table(table: Table, raw: Any, file: str, where: str | None = None) -> R
         first = table.key(table.named_by)
         keys.remove(first)
         _read_into(values, table, first, raw, file, where)
-        where = f"{table.where} '{values[first.attr]}'"
+        where = f"{table.where} '{values[first.name]}'"
     for key in keys:
         _read_into(values, table, key, raw, file, where)
     return Read(file, where, values, {k for k in raw if k in known})
@@ -325,13 +322,13 @@ def _read_into(values: dict[str, Any], table: Table, key: Key, raw: dict[str, An
                where: str) -> None:
     """`key`'s value, or its default, into `values` (nothing for a derived default)."""
     if key.name in raw:
-        values[key.attr] = _read_key(key, raw, file, where)
+        values[key.name] = _read_key(key, raw, file, where)
     elif key.required:
         if isinstance(key.type, SubTable):
             raise RubricError(f"{file}: the required table [{key.name}] is missing")
         raise RubricError(f"{file}: {where} is missing the required key '{key.name}'")
     elif key.default is not DERIVED:
-        values[key.attr] = table.default(key)
+        values[key.name] = table.default(key)
 
 
 def _read_key(key: Key, raw: dict[str, Any], file: str, where: str) -> Any:
@@ -362,8 +359,8 @@ def read_tables(table: Table, raw: Any, file: str, label: str = "") -> list[Read
     for i, entry in enumerate(raw):
         read = read_table(table, entry, file, f"{table.where} #{i + 1}")
         if table.named_by:
-            name = read[table.key(table.named_by).attr]
-            if any(r[table.key(table.named_by).attr] == name for r in out):
+            name = read[table.named_by]
+            if any(r[table.named_by] == name for r in out):
                 raise read.fail(f"two {table.where} tables are called '{name}'")
         out.append(read)
     return out
