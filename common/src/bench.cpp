@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <random>
 #include <sstream>
@@ -36,9 +37,11 @@ std::string BenchArgs::get(const std::string& name, const std::string& fallback)
 namespace {
 
 // The options every bench takes (BenchArgs), which no declaration may take for its own.
-const std::vector<std::string> kCommonOptions = {"json",        "seed",        "nonce",
-                                                 "max-seconds", "min-samples", "max-samples",
-                                                 "rse",         "quick",       "help"};
+// Constants, not std::strings: CML_BENCH declares while the program's statics are made, in
+// no order this file's would be sure to come before.
+constexpr const char* kCommonOptions[] = {"json",        "seed",        "nonce",
+                                          "max-seconds", "min-samples", "max-samples",
+                                          "rse",         "quick",       "help"};
 const char* const kCommonUsage =
     "common options: --json PATH --seed N --nonce N --max-seconds S --min-samples N "
     "--max-samples N --rse X --quick";
@@ -79,7 +82,8 @@ BenchDeclaration& BenchDeclaration::add(BenchOption option) {
     throw std::logic_error("bench " + name_ + ": an option is named without its dashes, not '" +
                            name + "'");
   }
-  if (std::find(kCommonOptions.begin(), kCommonOptions.end(), name) != kCommonOptions.end()) {
+  if (std::find(std::begin(kCommonOptions), std::end(kCommonOptions), name) !=
+      std::end(kCommonOptions)) {
     throw std::logic_error("bench " + name_ + ": --" + name + " is a common option");
   }
   for (const auto& known : options_) {
