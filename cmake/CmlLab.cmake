@@ -4,7 +4,8 @@
 #   labs/NN_topic/topic.cu        the student's file          -> labNN_student (library)
 #   labs/NN_topic/*.cu (others)   given code, e.g. baseline   -> labNN_given (library)
 #   labs/NN_topic/tests/*.cpp|cu  public tests
-#   labs/NN_topic/bench/*.cpp|cu  the bench (has main)
+#   labs/NN_topic/bench/*.cpp|cu  the bench: one function declared with CML_BENCH (no main:
+#                                 the harness's, cml_bench_main, is linked in)
 #   solutions/NN_topic/topic.cu   the reference               -> labNN_solution (library)
 #   solutions/NN_topic/tests/*    hidden tests
 #
@@ -149,7 +150,8 @@ function(cml_add_lab)
   if(bench_sources)
     foreach(v IN LISTS variants)
       add_executable(${lab}_bench_${v} ${bench_sources} ${bench_extras})
-      target_link_libraries(${lab}_bench_${v} PRIVATE ${lab}_${v} ${LAB_BENCH_LIBRARIES})
+      target_link_libraries(${lab}_bench_${v} PRIVATE cml_bench_main ${lab}_${v}
+                            ${LAB_BENCH_LIBRARIES})
       target_compile_definitions(${lab}_bench_${v} PRIVATE CML_LAB="${folder}" CML_VARIANT="${v}"
                                  CML_BENCH_EXTRAS=${extras})
       if(bench_extras)

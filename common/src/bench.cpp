@@ -1,10 +1,12 @@
-// Bench command line and JSON report.
+// Bench declarations (CML_BENCH), their command line, and the JSON report.
 #include "cml/bench.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <random>
 #include <sstream>
@@ -14,6 +16,11 @@
 
 namespace cml {
 
+long long BenchArgs::get_int(const std::string& name) const {
+  const auto it = values.find(name);
+  if (it == values.end()) throw std::out_of_range("the bench has no value for --" + name);
+  return std::stoll(it->second);
+}
 long long BenchArgs::get_int(const std::string& name, long long fallback) const {
   const auto it = values.find(name);
   return it == values.end() ? fallback : std::stoll(it->second);
@@ -27,26 +34,159 @@ std::string BenchArgs::get(const std::string& name, const std::string& fallback)
   return it == values.end() ? fallback : it->second;
 }
 
-BenchArgs parse_bench_args(int argc, char** argv, const std::vector<std::string>& lab_options,
-                           const std::string& usage) {
+namespace {
+
+// The options every bench takes (BenchArgs), which no declaration may take for its own.
+// Constants, not std::strings: CML_BENCH declares while the program's statics are made, in
+// no order this file's would be sure to come before.
+constexpr const char* kCommonOptions[] = {"json",        "seed",        "nonce",
+                                          "max-seconds", "min-samples", "max-samples",
+                                          "rse",         "quick",       "help"};
+const char* const kCommonUsage =
+    "common options: --json PATH --seed N --nonce N --max-seconds S --min-samples N "
+    "--max-samples N --rse X --quick";
+
+// The whole of `text` as an integer ("12abc" and "" are refused: std::invalid_argument).
+long long parse_integer(const std::string& text) {
+  std::size_t used = 0;
+  const long long value = std::stoll(text, &used);
+  if (used != text.size()) throw std::invalid_argument("not an integer: " + text);
+  return value;
+}
+
+// "odd or multiple"; "conflicted, padded or padded_vs_conflicted".
+std::string either(const std::vector<std::string>& words) {
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += i + 1 == words.size() ? " or " : ", ";
+    out += words[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string BenchOption::param_name() const {
+  std::string out = name;
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
+}
+
+BenchDeclaration::BenchDeclaration(std::string name, BenchFunction run, std::string lab,
+                                   std::string variant)
+    : name_(std::move(name)), run_(run), lab_(std::move(lab)), variant_(std::move(variant)) {}
+
+BenchDeclaration& BenchDeclaration::add(BenchOption option) {
+  const std::string& name = option.name;
+  if (name.empty() || name[0] == '-') {
+    throw std::logic_error("bench " + name_ + ": an option is named without its dashes, not '" +
+                           name + "'");
+  }
+  if (std::find(std::begin(kCommonOptions), std::end(kCommonOptions), name) !=
+      std::end(kCommonOptions)) {
+    throw std::logic_error("bench " + name_ + ": --" + name + " is a common option");
+  }
+  for (const auto& known : options_) {
+    if (known.name == name) {
+      throw std::logic_error("bench " + name_ + ": --" + name + " is declared twice");
+    }
+  }
+  options_.push_back(std::move(option));
+  return *this;
+}
+
+BenchDeclaration& BenchDeclaration::param(const std::string& name, long long fallback,
+                                          const std::string& placeholder, const std::string& help) {
+  BenchOption o;
+  o.name = name;
+  o.placeholder = placeholder;
+  o.help = help;
+  o.has_default = true;
+  o.fallback = fallback;
+  o.recorded = true;
+  return add(std::move(o));
+}
+
+BenchDeclaration& BenchDeclaration::option(const std::string& name, long long fallback,
+                                           const std::string& placeholder,
+                                           const std::string& help) {
+  BenchOption o;
+  o.name = name;
+  o.placeholder = placeholder;
+  o.help = help;
+  o.has_default = true;
+  o.fallback = fallback;
+  return add(std::move(o));
+}
+
+BenchDeclaration& BenchDeclaration::option(const std::string& name, const std::string& placeholder,
+                                           const std::string& help) {
+  BenchOption o;
+  o.name = name;
+  o.placeholder = placeholder;
+  o.help = help;
+  return add(std::move(o));
+}
+
+BenchDeclaration& BenchDeclaration::choice(const std::string& name,
+                                           const std::vector<std::string>& choices,
+                                           const std::string& help) {
+  if (choices.empty()) {
+    throw std::logic_error("bench " + name_ + ": --" + name + " is declared with no choices");
+  }
+  BenchOption o;
+  o.name = name;
+  o.kind = BenchOption::Kind::Choice;
+  for (const auto& c : choices) o.placeholder += (o.placeholder.empty() ? "" : "|") + c;
+  o.help = help;
+  o.choices = choices;
+  return add(std::move(o));
+}
+
+BenchDeclaration& BenchDeclaration::check(std::function<std::string(const BenchArgs&)> rule) {
+  rules_.push_back(std::move(rule));
+  return *this;
+}
+
+std::string BenchDeclaration::usage() const {
+  // "lab04 bench" for the lab folder 04_tiled_matmul.
+  const bool numbered = lab_.size() > 3 && std::isdigit(static_cast<unsigned char>(lab_[0])) &&
+                        std::isdigit(static_cast<unsigned char>(lab_[1])) && lab_[2] == '_';
+  std::string out = "usage: " + (numbered ? "lab" + lab_.substr(0, 2) : lab_) + " bench";
+  // One line per option, the helps in one column; a form wider than kColumn has its help on
+  // the next line, in that column.
+  constexpr std::size_t kColumn = 24;
+  std::vector<std::string> forms;
+  std::size_t width = 0;
+  for (const auto& o : options_) {
+    forms.push_back("--" + o.name + " " + o.placeholder);
+    if (forms.back().size() <= kColumn) width = std::max(width, forms.back().size());
+    out += " [" + forms.back() + "]";
+  }
+  out += " [common options]\n";
+  for (std::size_t i = 0; i < options_.size(); ++i) {
+    const BenchOption& o = options_[i];
+    out += "  " + forms[i];
+    out += forms[i].size() <= width ? std::string(width - forms[i].size() + 2, ' ')
+                                    : "\n" + std::string(width + 4, ' ');
+    out += o.help;
+    if (o.has_default) out += " (default " + std::to_string(o.fallback) + ")";
+    out += "\n";
+  }
+  return out + kCommonUsage;
+}
+
+BenchArgs BenchDeclaration::parse(int argc, const char* const* argv) const {
   BenchArgs args;
   args.seed = std::random_device{}();
   {
     std::random_device device;
     args.timing.nonce = (std::uint64_t{device()} << 32) ^ device();
   }
-  auto fail = [&](const std::string& why) {
-    std::cerr << why << "\n" << usage << "\n"
-              << "common options: --json PATH --seed N --nonce N --max-seconds S --min-samples N "
-                 "--max-samples N --rse X --quick\n";
-    std::exit(2);
-  };
+  const auto fail = [&](const std::string& why) { throw BenchExit(2, why + "\n" + usage()); };
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::cout << usage << "\n";
-      std::exit(0);
-    }
+    if (arg == "--help" || arg == "-h") throw BenchExit(0, usage());
     if (arg == "--quick") {
       args.timing.warmup = 1;
       args.timing.min_samples = 3;
@@ -56,6 +196,8 @@ BenchArgs parse_bench_args(int argc, char** argv, const std::vector<std::string>
     if (arg.rfind("--", 0) != 0 || i + 1 >= argc) fail("bad argument: " + arg);
     const std::string name = arg.substr(2);
     const std::string value = argv[++i];
+    const auto declared = std::find_if(options_.begin(), options_.end(),
+                                       [&](const BenchOption& o) { return o.name == name; });
     try {
       if (name == "json") args.json_path = value;
       else if (name == "seed") args.seed = std::stoull(value);
@@ -64,16 +206,50 @@ BenchArgs parse_bench_args(int argc, char** argv, const std::vector<std::string>
       else if (name == "min-samples") args.timing.min_samples = std::stoi(value);
       else if (name == "max-samples") args.timing.max_samples = std::stoi(value);
       else if (name == "rse") args.timing.target_rse = std::stod(value);
-      else if (std::find(lab_options.begin(), lab_options.end(), name) != lab_options.end())
+      else if (declared == options_.end()) fail("unknown option: " + arg);
+      else {
+        if (declared->kind == BenchOption::Kind::Integer) parse_integer(value);
         args.values[name] = value;
-      else fail("unknown option: " + arg);
+      }
     } catch (const std::logic_error&) {
       fail("bad value for " + arg + ": " + value);
     }
   }
   args.timing.max_samples = std::max(args.timing.max_samples, args.timing.min_samples);
   args.timing.seed = args.seed;
+  for (const auto& o : options_) {
+    const auto given = args.values.find(o.name);
+    if (given == args.values.end()) {
+      if (o.has_default) args.values[o.name] = std::to_string(o.fallback);
+      continue;
+    }
+    if (o.kind == BenchOption::Kind::Choice &&
+        std::find(o.choices.begin(), o.choices.end(), given->second) == o.choices.end()) {
+      throw BenchExit(2, "--" + o.name + " takes " + either(o.choices) + ", not '" + given->second +
+                             "'");
+    }
+  }
+  for (const auto& rule : rules_) {
+    const std::string why = rule(args);
+    if (!why.empty()) throw BenchExit(2, why);
+  }
   return args;
+}
+
+void BenchDeclaration::record_params(const BenchArgs& args, BenchReport& report) const {
+  for (const auto& o : options_) {
+    if (o.recorded) report.param(o.param_name(), static_cast<double>(args.get_int(o.name)));
+  }
+}
+
+std::deque<BenchDeclaration>& declared_benches() {
+  static std::deque<BenchDeclaration> benches;
+  return benches;
+}
+
+BenchDeclaration& declare_bench(const std::string& name, BenchFunction run, const std::string& lab,
+                                const std::string& variant) {
+  return declared_benches().emplace_back(name, run, lab, variant);
 }
 
 DeviceInfo bench_device() {

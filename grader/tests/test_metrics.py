@@ -630,9 +630,9 @@ points = 5
 
 
 class BenchArgumentsTest(unittest.TestCase):
-    """Every option a metric passes to a bench is one the bench reads (its
-    parse_bench_args list, or a common one): a bench that stops at its arguments measures
-    nothing (the grader reports that as its own problem, "not measured")."""
+    """Every option a metric passes to a bench is one the bench reads (declared on its
+    CML_BENCH, or a common one): a bench that stops at its arguments measures nothing (the
+    grader reports that as its own problem, "not measured")."""
 
     COMMON = {"json", "seed", "max-seconds", "min-samples", "max-samples", "rse", "quick"}
 
@@ -641,8 +641,9 @@ class BenchArgumentsTest(unittest.TestCase):
                     "05_boundary_checks", "06_bank_conflicts", "07_occupancy"):
             paths = LabPaths(lab, lab[:2], lab[3:], ROOT)
             source = "".join(f.read_text() for f in sorted((paths.lab_dir / "bench").iterdir()))
-            listed = re.search(r"parse_bench_args\(\s*argc,\s*argv,\s*\{([^}]*)\}", source)
-            known = self.COMMON | set(re.findall(r'"([^"]+)"', listed.group(1) if listed else ""))
+            declared = source.split("CML_BENCH(", 1)[1] if "CML_BENCH(" in source else ""
+            known = self.COMMON | set(
+                re.findall(r'\.(?:param|option|choice)\(\s*"([^"]+)"', declared))
             for m in load_rubric(paths).metrics:
                 if m.target != "bench":
                     continue

@@ -1,11 +1,25 @@
 /// \file
-/// What every lab's bench shares: its command line and the one JSON document it writes
-/// (schema "cml-bench/2", read by the grader; described in grader/README.md).
+/// What every lab's bench shares: its command line, its `main` and the one JSON document it
+/// writes (schema "cml-bench/2", read by the grader; described in grader/README.md).
+///
+/// A bench is one function that measures, declared with the options it reads:
+///
+///     void tiled_matmul(cml::BenchContext& ctx) { ... ctx.harness.time_pair(m) ... }
+///     CML_BENCH(tiled_matmul)
+///         .param("n", 4096, "N", "the matrices' size, a multiple of 32")
+///         .option("stretch", 1, "0|1", "the bonus ladder against cuBLAS");
+///
+/// The harness's `main` (common/src/bench_main.cpp, linked into every bench) parses the
+/// command line against the declaration (the usage is made from it), finds the device,
+/// builds the Harness and the BenchReport before any code under test runs, records the
+/// declared params, calls the function and writes the document.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -29,16 +43,16 @@ struct BenchArgs {
   TimingOptions timing;
   std::map<std::string, std::string> values;
 
+  /// A lab option as an integer: its value, or its declared default; throws
+  /// std::out_of_range for an option that has neither.
+  long long get_int(const std::string& name) const;
   /// A lab option as an integer (or `fallback` when absent).
   long long get_int(const std::string& name, long long fallback) const;
   double get_double(const std::string& name, double fallback) const;
   std::string get(const std::string& name, const std::string& fallback) const;
+  /// Whether the option has a value (given, or declared with a default).
+  bool has(const std::string& name) const { return values.count(name) != 0; }
 };
-
-/// Parses argv; `lab_options` are the names (without "--") the lab accepts. Prints `usage`
-/// and exits with status 2 on an unknown or malformed option.
-BenchArgs parse_bench_args(int argc, char** argv, const std::vector<std::string>& lab_options,
-                           const std::string& usage);
 
 /// The device a bench runs on. Without a usable CUDA device it says so and why on standard
 /// error and exits with status 77, "skipped" (as the test executables do without a GPU).
@@ -134,4 +148,112 @@ std::string summary(const CaseTiming& timing);
 /// Writes `stats` as {"median":..,"min":..,"max":..,"mean":..,"stdev":..,"rse":..,"n":..,"samples":[..]}.
 void write_json(JsonWriter& json, const SampleStats& stats);
 
+/// What a bench's function is given: the parsed command line, the device, the harness that
+/// times and the report the measurements go into (both made before the function runs).
+struct BenchContext {
+  const BenchArgs& args;
+  const DeviceInfo& device;
+  Harness& harness;
+  BenchReport& report;
+};
+
+/// A bench: the function that measures.
+using BenchFunction = void (*)(BenchContext&);
+
+/// One `--name VALUE` option of a bench, as its declaration states it.
+struct BenchOption {
+  enum class Kind { Integer, Choice };
+
+  std::string name;                  ///< without "--"
+  Kind kind = Kind::Integer;
+  std::string placeholder;           ///< the value in the usage: "N", "0|1", "odd|multiple"
+  std::string help;                  ///< what it sets, one line
+  bool has_default = false;          ///< false: absent unless given (the help says why)
+  long long fallback = 0;            ///< the default, when has_default
+  std::vector<std::string> choices;  ///< Kind::Choice: the values it takes
+  bool recorded = false;             ///< written under "params" (param_name())
+
+  /// The name it is recorded under: `name` with every '-' as '_' ("probe_iterations").
+  std::string param_name() const;
+};
+
+/// The command line ended the run before anything was measured: `--help` (status 0, the
+/// usage for standard output) or a command line the bench refuses (status 2, why, for
+/// standard error).
+class BenchExit : public std::runtime_error {
+ public:
+  BenchExit(int status, const std::string& text) : std::runtime_error(text), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
+/// A bench and what it reads from its command line; made by CML_BENCH, its options declared
+/// by the calls chained on it. Declaring a name twice, or one of the common options, throws
+/// std::logic_error.
+class BenchDeclaration {
+ public:
+  BenchDeclaration(std::string name, BenchFunction run, std::string lab, std::string variant);
+
+  /// An integer the measurement depends on (a size), recorded under "params".
+  BenchDeclaration& param(const std::string& name, long long fallback,
+                          const std::string& placeholder, const std::string& help);
+  /// An integer the bench reads but does not record as it is: it picks what runs, or the
+  /// bench records what it derives from it.
+  BenchDeclaration& option(const std::string& name, long long fallback,
+                           const std::string& placeholder, const std::string& help);
+  /// An integer without a default: absent unless given (`help` says what the bench does
+  /// then, e.g. "default: choose_tile for this GPU").
+  BenchDeclaration& option(const std::string& name, const std::string& placeholder,
+                           const std::string& help);
+  /// One of `choices`, absent unless given; any other value is refused ("--only takes odd
+  /// or multiple, not 'x'").
+  BenchDeclaration& choice(const std::string& name, const std::vector<std::string>& choices,
+                           const std::string& help);
+  /// A rule the values must keep together, checked after parsing and before the device is
+  /// looked for: a non-empty message refuses the command line with it (status 2).
+  BenchDeclaration& check(std::function<std::string(const BenchArgs&)> rule);
+
+  const std::string& name() const { return name_; }
+  const std::string& lab() const { return lab_; }
+  const std::string& variant() const { return variant_; }
+  const std::vector<BenchOption>& options() const { return options_; }
+
+  /// The usage, made from the declaration: a synopsis, one line per option (its help and
+  /// default) and the common options.
+  std::string usage() const;
+  /// The command line (argv[0] is the program) as BenchArgs, each declared default filled
+  /// in; throws BenchExit for --help and for a command line it refuses.
+  BenchArgs parse(int argc, const char* const* argv) const;
+  /// Records every declared param's value under "params", in the order declared.
+  void record_params(const BenchArgs& args, BenchReport& report) const;
+  void run(BenchContext& context) const { run_(context); }
+
+ private:
+  BenchDeclaration& add(BenchOption option);
+
+  std::string name_;
+  BenchFunction run_;
+  std::string lab_, variant_;
+  std::vector<BenchOption> options_;
+  std::vector<std::function<std::string(const BenchArgs&)>> rules_;
+};
+
+/// Every bench declared in this program (a deque: the references CML_BENCH keeps stay
+/// valid). A bench executable declares exactly one.
+std::deque<BenchDeclaration>& declared_benches();
+/// Adds a bench to declared_benches(); what CML_BENCH expands to.
+BenchDeclaration& declare_bench(const std::string& name, BenchFunction run, const std::string& lab,
+                                const std::string& variant);
+
 }  // namespace cml
+
+#define CML_BENCH_JOIN_(a, b) a##b
+#define CML_BENCH_NAME_(line) CML_BENCH_JOIN_(cml_bench_declared_, line)
+/// Declares `fn` (void fn(cml::BenchContext&)) as this executable's bench, of the lab and
+/// variant the build names (CML_LAB, CML_VARIANT); chain its options on it:
+/// `CML_BENCH(fn).param("n", 4096, "N", "the matrices' size");`.
+#define CML_BENCH(fn)                                                          \
+  [[maybe_unused]] static ::cml::BenchDeclaration& CML_BENCH_NAME_(__LINE__) = \
+      ::cml::declare_bench(#fn, fn, CML_LAB, CML_VARIANT)

@@ -57,46 +57,37 @@ void naive_square(const float* a, const float* b, float* c, int n) {
   lab05::matmul_naive(a, b, c, n, n, n);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const auto args = cml::parse_bench_args(
-      argc, argv, {"n", "odd", "only"},
-      "usage: lab05 bench [--n N (a multiple of 32, default 4096)] [--odd M (not a multiple "
-      "of 32, default 4097)] [--only odd|multiple]");
-  const int n = static_cast<int>(args.get_int("n", 4096));
-  const int odd = static_cast<int>(args.get_int("odd", 4097));
-  const std::string only = args.get("only", "");
-  if (!only.empty() && only != "odd" && only != "multiple") {
-    std::cerr << "--only takes odd or multiple, not '" << only << "'\n";
-    return 2;
+void boundary_checks(cml::BenchContext& ctx) {
+  const int n = static_cast<int>(ctx.args.get_int("n"));
+  const int odd = static_cast<int>(ctx.args.get_int("odd"));
+  const std::string only = ctx.args.get("only", "");
+  if (only != "multiple") {
+    compare_pair(ctx.harness, ctx.report, "odd", odd, "naive", naive_square, "checked_tiled",
+                 lab05::matmul_square);
   }
-  if (n < lab05::kTile || n % lab05::kTile != 0 || odd < 1 || odd % lab05::kTile == 0) {
-    std::cerr << "--n must be a positive multiple of " << lab05::kTile
-              << " and --odd a positive size that is not\n";
-    return 2;
-  }
-  const cml::DeviceInfo device = cml::bench_device();
-  try {
-    cml::Harness harness(device.l2_bytes, args.timing);
-    cml::BenchReport report(CML_LAB, CML_VARIANT, args, device, harness.flush_bytes());
-    report.param("n", n);
-    report.param("odd", odd);
-    if (only != "multiple") {
-      compare_pair(harness, report, "odd", odd, "naive", naive_square, "checked_tiled",
-                   lab05::matmul_square);
+  if (only != "odd") {
+    const auto t =
+        compare_pair(ctx.harness, ctx.report, "multiple", n, "unchecked_tiled",
+                     lab05::matmul_tiled_unchecked, "checked_tiled", lab05::matmul_square);
+    // Above 1: the checked kernel is slower than lab 04's at a size where no check fires
+    // (the median over pairs of the time ratio).
+    if (t.speedup.median > 0) {
+      ctx.report.metric("checked_over_unchecked_time", 1.0 / t.speedup.median);
     }
-    if (only != "odd") {
-      const auto t = compare_pair(harness, report, "multiple", n, "unchecked_tiled",
-                                  lab05::matmul_tiled_unchecked, "checked_tiled",
-                                  lab05::matmul_square);
-      // Above 1: the checked kernel is slower than lab 04's at a size where no check fires
-      // (the median over pairs of the time ratio).
-      if (t.speedup.median > 0) report.metric("checked_over_unchecked_time", 1.0 / t.speedup.median);
-    }
-    return report.write();
-  } catch (const std::exception& err) {
-    std::cerr << "bench failed: " << err.what() << "\n";
-    return 1;
   }
 }
+
+}  // namespace
+
+CML_BENCH(boundary_checks)
+    .param("n", 4096, "N", "the size of the \"multiple\" comparison, a multiple of 32")
+    .param("odd", 4097, "M", "the size of the \"odd\" comparison, not a multiple of 32")
+    .choice("only", {"odd", "multiple"}, "run that one comparison only (default: both)")
+    .check([](const cml::BenchArgs& args) -> std::string {
+      const long long n = args.get_int("n"), odd = args.get_int("odd");
+      if (n < lab05::kTile || n % lab05::kTile != 0 || odd < 1 || odd % lab05::kTile == 0) {
+        return "--n must be a positive multiple of " + std::to_string(lab05::kTile) +
+               " and --odd a positive size that is not";
+      }
+      return "";
+    });

@@ -20,143 +20,140 @@
 #include "cml/check.hpp"
 #include "cml/gpu_verify.hpp"
 
-int main(int argc, char** argv) {
-  const auto args = cml::parse_bench_args(
-      argc, argv, {"n", "probe-iterations", "only"},
-      "usage: lab06 bench [--n N (default 8192)] [--probe-iterations I (default 4096)] "
-      "[--only conflicted|padded|padded_vs_conflicted]");
-  const int n = static_cast<int>(args.get_int("n", 8192));
-  const std::string only = args.get("only", "");
-  if (!only.empty() && only != "conflicted" && only != "padded" &&
-      only != "padded_vs_conflicted") {
-    std::cerr << "--only takes conflicted, padded or padded_vs_conflicted, not '" << only
-              << "'\n";
-    return 2;
+namespace {
+
+void bank_conflicts(cml::BenchContext& ctx) {
+  cml::Harness& harness = ctx.harness;
+  cml::BenchReport& report = ctx.report;
+  const int n = static_cast<int>(ctx.args.get_int("n"));
+  const std::string only = ctx.args.get("only", "");
+  const int probe_iterations = static_cast<int>(ctx.args.get_int("probe-iterations"));
+  const std::size_t count = static_cast<std::size_t>(n) * n;
+  cml::DeviceBuffer<float> d_in(count), d_base(count), d_cand(count);
+  cml::FreshInputs inputs;
+  inputs.uniform(d_in);
+
+  report.param("block", "32x8 threads, 4 elements per thread");
+  const cml::Work work{0.0, 2.0 * count * sizeof(float)};  // read once, write once
+  const auto un = static_cast<std::size_t>(n);
+
+  // Every output is checked, bit for bit, against the input itself (transposed, or as it is
+  // for the copies), regenerated for every pair: both sides of every comparison are checked.
+  using Fn = void (*)(const float*, float*, int, int);
+  const auto call = [&](const std::string& name, cml::DeviceBuffer<float>& out, Fn fn) {
+    const float* in = d_in.data();
+    float* o = out.data();
+    return cml::TimedCase{name, [in, o, fn, n](const cml::Sample&) { fn(in, o, n, n); },
+                          cml::device_array(out)};
+  };
+  const auto measurement = [&](cml::IndexMap map) {
+    cml::Measurement m;
+    m.inputs = &inputs;
+    m.expected = cml::device_array(d_in);
+    m.map = map;
+    m.check = cml::Check::exact_match("out", un);
+    return m;
+  };
+  const auto compare = [&](const std::string& name, const std::string& base_name, Fn base,
+                           const std::string& cand_name, Fn cand) {
+    cml::Measurement m = measurement(cml::IndexMap::transposed(un, un));
+    m.baseline = call(base_name, d_base, base);
+    m.candidate = call(cand_name, d_cand, cand);
+    const auto t = harness.time_pair(m);
+    report.add_comparison(name, t, work);
+    std::cerr << name << ": " << cml::summary(t) << "\n";
+    return t;
+  };
+  if (only == "conflicted") {
+    compare("conflicted", "naive", lab06::transpose_naive, "tiled_conflicted",
+            lab06::transpose_tiled_conflicted);
+    return;
   }
-  const int probe_iterations = static_cast<int>(args.get_int("probe-iterations", 4096));
-  const cml::DeviceInfo device = cml::bench_device();
-  try {
-    const std::size_t count = static_cast<std::size_t>(n) * n;
-    cml::DeviceBuffer<float> d_in(count), d_base(count), d_cand(count);
-    cml::FreshInputs inputs;
-    inputs.uniform(d_in);
-
-    cml::Harness harness(device.l2_bytes, args.timing);
-    cml::BenchReport report(CML_LAB, CML_VARIANT, args, device, harness.flush_bytes());
-    report.param("n", n);
-    report.param("block", "32x8 threads, 4 elements per thread");
-    const cml::Work work{0.0, 2.0 * count * sizeof(float)};  // read once, write once
-    const auto un = static_cast<std::size_t>(n);
-
-    // Every output is checked, bit for bit, against the input itself (transposed, or as it is
-    // for the copies), regenerated for every pair: both sides of every comparison are checked.
-    using Fn = void (*)(const float*, float*, int, int);
-    const auto call = [&](const std::string& name, cml::DeviceBuffer<float>& out, Fn fn) {
-      const float* in = d_in.data();
-      float* o = out.data();
-      return cml::TimedCase{name, [in, o, fn, n](const cml::Sample&) { fn(in, o, n, n); },
-                            cml::device_array(out)};
-    };
-    const auto measurement = [&](cml::IndexMap map) {
-      cml::Measurement m;
-      m.inputs = &inputs;
-      m.expected = cml::device_array(d_in);
-      m.map = map;
-      m.check = cml::Check::exact_match("out", un);
-      return m;
-    };
-    const auto compare = [&](const std::string& name, const std::string& base_name, Fn base,
-                             const std::string& cand_name, Fn cand) {
-      cml::Measurement m = measurement(cml::IndexMap::transposed(un, un));
-      m.baseline = call(base_name, d_base, base);
-      m.candidate = call(cand_name, d_cand, cand);
-      const auto t = harness.time_pair(m);
-      report.add_comparison(name, t, work);
-      std::cerr << name << ": " << cml::summary(t) << "\n";
-      return t;
-    };
-    if (only == "conflicted") {
-      compare("conflicted", "naive", lab06::transpose_naive, "tiled_conflicted",
-              lab06::transpose_tiled_conflicted);
-      return report.write();
-    }
-    if (only == "padded") {
-      compare("padded", "naive", lab06::transpose_naive, "tiled_padded",
-              lab06::transpose_tiled_padded);
-      return report.write();
-    }
-    if (only == "padded_vs_conflicted") {
-      compare("padded_vs_conflicted", "tiled_conflicted", lab06::transpose_tiled_conflicted,
-              "tiled_padded", lab06::transpose_tiled_padded);
-      return report.write();
-    }
-    const auto t_conflicted = compare("conflicted", "naive", lab06::transpose_naive,
-                                      "tiled_conflicted", lab06::transpose_tiled_conflicted);
-    const auto t_padded = compare("padded", "naive", lab06::transpose_naive, "tiled_padded",
-                                  lab06::transpose_tiled_padded);  // scored
+  if (only == "padded") {
+    compare("padded", "naive", lab06::transpose_naive, "tiled_padded",
+            lab06::transpose_tiled_padded);
+    return;
+  }
+  if (only == "padded_vs_conflicted") {
     compare("padded_vs_conflicted", "tiled_conflicted", lab06::transpose_tiled_conflicted,
             "tiled_padded", lab06::transpose_tiled_padded);
+    return;
+  }
+  const auto t_conflicted = compare("conflicted", "naive", lab06::transpose_naive,
+                                    "tiled_conflicted", lab06::transpose_tiled_conflicted);
+  const auto t_padded = compare("padded", "naive", lab06::transpose_naive, "tiled_padded",
+                                lab06::transpose_tiled_padded);  // scored
+  compare("padded_vs_conflicted", "tiled_conflicted", lab06::transpose_tiled_conflicted,
+          "tiled_padded", lab06::transpose_tiled_padded);
 
-    // Yardsticks: the same bytes moved with every access coalesced, by a kernel and by the
-    // driver's device-to-device copy.
-    cml::Measurement copy = measurement(cml::IndexMap::identity());
-    copy.candidate = call("copy", d_cand, lab06::copy_matrix);
-    const auto copy_t = harness.time_single(copy);
-    report.add_case("copy", copy_t, work);
-    std::cerr << "copy: " << cml::summary(copy_t) << "\n";
-    cml::Measurement memcpy_m = measurement(cml::IndexMap::identity());
-    memcpy_m.candidate = cml::TimedCase{
-        "memcpy_d2d",
-        [in = d_in.data(), o = d_cand.data(), count](const cml::Sample&) {
-          CUDA_CHECK(cudaMemcpyAsync(o, in, count * sizeof(float), cudaMemcpyDeviceToDevice, 0));
-        },
-        cml::device_array(d_cand)};
-    const auto memcpy_t = harness.time_single(memcpy_m);
-    report.add_case("memcpy_d2d", memcpy_t, work);
-    std::cerr << "memcpy_d2d: " << cml::summary(memcpy_t) << "\n";
-    const double copy_ms = copy_t.result.ms.median;
-    report.metric("naive_fraction_of_copy", copy_ms / t_padded.baseline.ms.median);
-    report.metric("conflicted_fraction_of_copy", copy_ms / t_conflicted.candidate.ms.median);
-    report.metric("padded_fraction_of_copy", copy_ms / t_padded.candidate.ms.median);
-    report.metric("padded_fraction_of_memcpy",
-                  memcpy_t.result.ms.median / t_padded.candidate.ms.median);
+  // Yardsticks: the same bytes moved with every access coalesced, by a kernel and by the
+  // driver's device-to-device copy.
+  cml::Measurement copy = measurement(cml::IndexMap::identity());
+  copy.candidate = call("copy", d_cand, lab06::copy_matrix);
+  const auto copy_t = harness.time_single(copy);
+  report.add_case("copy", copy_t, work);
+  std::cerr << "copy: " << cml::summary(copy_t) << "\n";
+  cml::Measurement memcpy_m = measurement(cml::IndexMap::identity());
+  memcpy_m.candidate =
+      cml::TimedCase{"memcpy_d2d",
+                     [in = d_in.data(), o = d_cand.data(), count](const cml::Sample&) {
+                       CUDA_CHECK(cudaMemcpyAsync(o, in, count * sizeof(float),
+                                                  cudaMemcpyDeviceToDevice, 0));
+                     },
+                     cml::device_array(d_cand)};
+  const auto memcpy_t = harness.time_single(memcpy_m);
+  report.add_case("memcpy_d2d", memcpy_t, work);
+  std::cerr << "memcpy_d2d: " << cml::summary(memcpy_t) << "\n";
+  const double copy_ms = copy_t.result.ms.median;
+  report.metric("naive_fraction_of_copy", copy_ms / t_padded.baseline.ms.median);
+  report.metric("conflicted_fraction_of_copy", copy_ms / t_conflicted.candidate.ms.median);
+  report.metric("padded_fraction_of_copy", copy_ms / t_padded.candidate.ms.median);
+  report.metric("padded_fraction_of_memcpy",
+                memcpy_t.result.ms.median / t_padded.candidate.ms.median);
 
-    // Cycles per warp-wide shared load against the stride between lanes, with the conflict
-    // degree the (student's) model predicts for the same addresses.
-    report.param("probe_iterations", probe_iterations);
-    struct Probe {
-      const char* name;
-      int stride;
-    };
-    cml::Plot& plot = report.plot("cycles_vs_stride", "cycles per shared access vs stride",
-                                  "stride (words)", "cycles per access");
-    plot.log2_x = true;
-    plot.caption = "Each doubling of the conflict degree (labels: predicted n-way conflict) "
-                   "adds replays to every access.";
-    for (const Probe p : {Probe{"broadcast", 0}, Probe{"stride_1", 1}, Probe{"stride_2", 2},
-                          Probe{"stride_4", 4}, Probe{"stride_8", 8}, Probe{"stride_16", 16},
-                          Probe{"stride_32", 32}, Probe{"padded_struct", 33}}) {
-      std::vector<std::uint32_t> addresses;
-      for (int lane = 0; lane < lab06::kWarpSize; ++lane) {
-        addresses.push_back(static_cast<std::uint32_t>(lane * p.stride * lab06::kBankWordBytes));
-      }
-      double cycles = 0;
-      {
-        cml::NvtxRange range(cml::kNvtxCase);  // given code, untimed by the harness
-        cycles = lab06::measure_cycles_per_access(p.stride, probe_iterations);
-      }
-      const int ways = lab06::conflict_degree(addresses);
-      report.metric(std::string("cycles_per_access_") + p.name, cycles);
-      report.metric(std::string("predicted_degree_") + p.name, ways);
-      if (std::string(p.name).rfind("stride_", 0) == 0) {  // the power-of-two sweep
-        plot.metric_point(p.stride, std::string("cycles_per_access_") + p.name,
-                          std::to_string(ways) + "-way");
-      }
-      std::cerr << p.name << ": " << cycles << " cycles per access\n";
+  // Cycles per warp-wide shared load against the stride between lanes, with the conflict
+  // degree the (student's) model predicts for the same addresses.
+  report.param("probe_iterations", probe_iterations);
+  struct Probe {
+    const char* name;
+    int stride;
+  };
+  cml::Plot& plot = report.plot("cycles_vs_stride", "cycles per shared access vs stride",
+                                "stride (words)", "cycles per access");
+  plot.log2_x = true;
+  plot.caption =
+      "Each doubling of the conflict degree (labels: predicted n-way conflict) "
+      "adds replays to every access.";
+  for (const Probe p : {Probe{"broadcast", 0}, Probe{"stride_1", 1}, Probe{"stride_2", 2},
+                        Probe{"stride_4", 4}, Probe{"stride_8", 8}, Probe{"stride_16", 16},
+                        Probe{"stride_32", 32}, Probe{"padded_struct", 33}}) {
+    std::vector<std::uint32_t> addresses;
+    for (int lane = 0; lane < lab06::kWarpSize; ++lane) {
+      addresses.push_back(static_cast<std::uint32_t>(lane * p.stride * lab06::kBankWordBytes));
     }
-    return report.write();
-  } catch (const std::exception& err) {
-    std::cerr << "bench failed: " << err.what() << "\n";
-    return 1;
+    double cycles = 0;
+    {
+      cml::NvtxRange range(cml::kNvtxCase);  // given code, untimed by the harness
+      cycles = lab06::measure_cycles_per_access(p.stride, probe_iterations);
+    }
+    const int ways = lab06::conflict_degree(addresses);
+    report.metric(std::string("cycles_per_access_") + p.name, cycles);
+    report.metric(std::string("predicted_degree_") + p.name, ways);
+    if (std::string(p.name).rfind("stride_", 0) == 0) {  // the power-of-two sweep
+      plot.metric_point(p.stride, std::string("cycles_per_access_") + p.name,
+                        std::to_string(ways) + "-way");
+    }
+    std::cerr << p.name << ": " << cycles << " cycles per access\n";
   }
 }
+
+}  // namespace
+
+// probe-iterations is recorded (as probe_iterations) where the probes run, not as a param of
+// every run: a run with --only times no probe.
+CML_BENCH(bank_conflicts)
+    .param("n", 8192, "N", "the matrices' size")
+    .option("probe-iterations", 4096, "I", "shared loads per lane in each stride probe")
+    .choice("only", {"conflicted", "padded", "padded_vs_conflicted"},
+            "time that one comparison and nothing else (default: all, the yardsticks and the "
+            "probes)");

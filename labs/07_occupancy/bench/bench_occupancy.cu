@@ -73,119 +73,110 @@ int registers_of(const void* kernel) {
   return attr.numRegs;
 }
 
-}  // namespace
+void occupancy(cml::BenchContext& ctx) {
+  const cml::DeviceInfo& device = ctx.device;
+  cml::BenchReport& report = ctx.report;
+  cml::Harness& harness = ctx.harness;
+  const int lines_log2 = static_cast<int>(ctx.args.get_int("lines-log2"));
+  ChaseParams p;
+  p.line_mask = static_cast<std::uint32_t>((std::size_t{1} << lines_log2) - 1);
+  p.warps = static_cast<int>(ctx.args.get_int("warps"));
+  p.rounds = static_cast<int>(ctx.args.get_int("rounds"));
+  // The table (random words) and the key schedule's seed are new for every pair: the table
+  // is regenerated on the GPU, the seed derived from the pair's key.
+  cml::DeviceBuffer<std::uint32_t> d_table((std::size_t{1} << lines_log2) * lab07::kWarpSize);
+  cml::FreshInputs inputs;
+  inputs.bits(d_table);
+  const auto params = [p](const cml::Sample& s) {
+    ChaseParams q = p;
+    q.seed = static_cast<std::uint32_t>(s.key >> 32);
+    return q;
+  };
+  const std::size_t words = static_cast<std::size_t>(p.warps) * lab07::kWarpSize;
+  cml::DeviceBuffer<std::uint32_t> d_base(words), d_out(words);
 
-int main(int argc, char** argv) {
-  const auto args = cml::parse_bench_args(
-      argc, argv, {"lines-log2", "warps", "rounds"},
-      "usage: lab07 bench [--lines-log2 L (table of 2^L 128-byte lines, default 21)] "
-      "[--warps W (chains, default 65536)] [--rounds R (of 64 steps, default 2)]");
-  const int lines_log2 = static_cast<int>(args.get_int("lines-log2", 21));
-  const cml::DeviceInfo device = cml::bench_device();
-  try {
-    ChaseParams p;
-    p.line_mask = static_cast<std::uint32_t>((std::size_t{1} << lines_log2) - 1);
-    p.warps = static_cast<int>(args.get_int("warps", 65536));
-    p.rounds = static_cast<int>(args.get_int("rounds", 2));
-    // The table (random words) and the key schedule's seed are new for every pair: the table
-    // is regenerated on the GPU, the seed derived from the pair's key.
-    cml::DeviceBuffer<std::uint32_t> d_table((std::size_t{1} << lines_log2) * lab07::kWarpSize);
-    cml::FreshInputs inputs;
-    inputs.bits(d_table);
-    const auto params = [p](const cml::Sample& s) {
-      ChaseParams q = p;
-      q.seed = static_cast<std::uint32_t>(s.key >> 32);
-      return q;
-    };
-    const std::size_t words = static_cast<std::size_t>(p.warps) * lab07::kWarpSize;
-    cml::DeviceBuffer<std::uint32_t> d_base(words), d_out(words);
+  report.param("lines", static_cast<double>(std::size_t{1} << lines_log2));
+  // Every step moves one 128-byte line; the rate says how many lines per second the SMs
+  // keep coming, which is what more resident warps raise.
+  const cml::Work work{0.0, static_cast<double>(p.warps) * p.rounds * lab07::kChaseKeys * 128.0};
 
-    cml::Harness harness(device.l2_bytes, args.timing);
-    cml::BenchReport report(CML_LAB, CML_VARIANT, args, device, harness.flush_bytes());
-    report.param("lines", static_cast<double>(std::size_t{1} << lines_log2));
-    report.param("warps", p.warps);
-    report.param("rounds", p.rounds);
-    // Every step moves one 128-byte line; the rate says how many lines per second the SMs
-    // keep coming, which is what more resident warps raise.
-    const cml::Work work{0.0, static_cast<double>(p.warps) * p.rounds * lab07::kChaseKeys * 128.0};
+  const auto base_cfg = lab07::chase_baseline_config();
+  const auto tuned_cfg = lab07::chase_tuned_config();
+  const double base_occ = predicted_occupancy(base_cfg.kernel, base_cfg.block_threads, device);
+  const double tuned_occ = predicted_occupancy(tuned_cfg.kernel, tuned_cfg.block_threads, device);
+  report.metric("baseline_block_threads", base_cfg.block_threads);
+  report.metric("baseline_registers", registers_of(base_cfg.kernel));
+  report.metric("baseline_predicted_occupancy", base_occ);
+  report.metric("tuned_block_threads", tuned_cfg.block_threads);
+  report.metric("tuned_registers", registers_of(tuned_cfg.kernel));
+  report.metric("tuned_predicted_occupancy", tuned_occ);
 
-    const auto base_cfg = lab07::chase_baseline_config();
-    const auto tuned_cfg = lab07::chase_tuned_config();
-    const double base_occ = predicted_occupancy(base_cfg.kernel, base_cfg.block_threads, device);
-    const double tuned_occ = predicted_occupancy(tuned_cfg.kernel, tuned_cfg.block_threads, device);
-    report.metric("baseline_block_threads", base_cfg.block_threads);
-    report.metric("baseline_registers", registers_of(base_cfg.kernel));
-    report.metric("baseline_predicted_occupancy", base_occ);
-    report.metric("tuned_block_threads", tuned_cfg.block_threads);
-    report.metric("tuned_registers", registers_of(tuned_cfg.kernel));
-    report.metric("tuned_predicted_occupancy", tuned_occ);
+  // Integer arithmetic: every launch configuration gives the same words, so every output is
+  // compared bit for bit with the baseline's (given code) for the same table and seed.
+  const std::uint32_t* table = d_table.data();
+  const cml::TimedCase baseline{"baseline",
+                                [=, out = d_base.data()](const cml::Sample& s) {
+                                  lab07::chase_baseline(table, out, params(s));
+                                },
+                                cml::device_array(d_base)};
+  {
+    cml::Measurement m;
+    m.baseline = baseline;
+    m.candidate = cml::TimedCase{"tuned",
+                                 [=, out = d_out.data()](const cml::Sample& s) {
+                                   lab07::chase_tuned(table, out, params(s));
+                                 },
+                                 cml::device_array(d_out)};
+    m.inputs = &inputs;
+    m.check = cml::Check::exact_match("out", lab07::kWarpSize);
+    const auto t = harness.time_pair(m);
+    report.add_comparison("tuned", t, work);
+    std::cerr << "tuned (predicted occupancy " << base_occ * 100 << " % -> " << tuned_occ * 100
+              << " %): " << cml::summary(t) << "\n";
+  }
 
-    // Integer arithmetic: every launch configuration gives the same words, so every output is
-    // compared bit for bit with the baseline's (given code) for the same table and seed.
-    const std::uint32_t* table = d_table.data();
-    const cml::TimedCase baseline{
-        "baseline",
-        [=, out = d_base.data()](const cml::Sample& s) {
-          lab07::chase_baseline(table, out, params(s));
-        },
-        cml::device_array(d_base)};
-    {
-      cml::Measurement m;
-      m.baseline = baseline;
-      m.candidate = cml::TimedCase{
-          "tuned",
-          [=, out = d_out.data()](const cml::Sample& s) {
-            lab07::chase_tuned(table, out, params(s));
-          },
-          cml::device_array(d_out)};
-      m.inputs = &inputs;
-      m.check = cml::Check::exact_match("out", lab07::kWarpSize);
-      const auto t = harness.time_pair(m);
-      report.add_comparison("tuned", t, work);
-      std::cerr << "tuned (predicted occupancy " << base_occ * 100 << " % -> " << tuned_occ * 100
-                << " %): " << cml::summary(t) << "\n";
+  cml::Plot& plot = report.plot("throughput_vs_occupancy", "throughput vs occupancy",
+                                "predicted occupancy (resident warps / maximum)", "GB/s");
+  plot.lines = false;
+  plot.x_min = 0.0;
+  plot.x_max = 1.0;
+  plot.caption = "Each dot is one block size / register bound (hover for its name).";
+  for (const auto& point : sweep_points()) {
+    const void* fn = reinterpret_cast<const void*>(point.kernel);
+    const double occ = predicted_occupancy(fn, point.block, device);
+    const int regs = registers_of(fn);
+    if (occ <= 0) {
+      std::cerr << point.name << ": does not fit on this GPU, skipped\n";
+      continue;
     }
-
-    cml::Plot& plot = report.plot("throughput_vs_occupancy", "throughput vs occupancy",
-                                  "predicted occupancy (resident warps / maximum)", "GB/s");
-    plot.lines = false;
-    plot.x_min = 0.0;
-    plot.x_max = 1.0;
-    plot.caption = "Each dot is one block size / register bound (hover for its name).";
-    for (const auto& point : sweep_points()) {
-      const void* fn = reinterpret_cast<const void*>(point.kernel);
-      const double occ = predicted_occupancy(fn, point.block, device);
-      const int regs = registers_of(fn);
-      if (occ <= 0) {
-        std::cerr << point.name << ": does not fit on this GPU, skipped\n";
-        continue;
-      }
-      const unsigned grid = static_cast<unsigned>(
-          (static_cast<long long>(p.warps) * lab07::kWarpSize + point.block - 1) / point.block);
-      const Kernel kernel = point.kernel;
-      const int block = point.block;
-      cml::Measurement m;
-      m.candidate = cml::TimedCase{point.name,
-                                   [=, out = d_out.data()](const cml::Sample& s) {
-                                     kernel<<<grid, block>>>(table, out, params(s));
-                                     CUDA_CHECK_LAUNCH();
-                                   },
-                                   cml::device_array(d_out)};
-      m.reference = baseline;
-      m.inputs = &inputs;
-      m.check = cml::Check::exact_match("out", lab07::kWarpSize);
-      const auto t = harness.time_single(m);
-      report.add_case(point.name, t, work);
-      report.metric(point.name + ".predicted_occupancy", occ);
-      report.metric(point.name + ".registers", regs);
-      plot.case_point(occ, point.name, "gbytes_per_s",
-                      point.name + ", " + std::to_string(regs) + " registers");
-      std::cerr << point.name << ": " << regs << " registers, predicted occupancy " << occ * 100
-                << " %; " << cml::summary(t) << "\n";
-    }
-    return report.write();
-  } catch (const std::exception& err) {
-    std::cerr << "bench failed: " << err.what() << "\n";
-    return 1;
+    const unsigned grid = static_cast<unsigned>(
+        (static_cast<long long>(p.warps) * lab07::kWarpSize + point.block - 1) / point.block);
+    const Kernel kernel = point.kernel;
+    const int block = point.block;
+    cml::Measurement m;
+    m.candidate = cml::TimedCase{point.name,
+                                 [=, out = d_out.data()](const cml::Sample& s) {
+                                   kernel<<<grid, block>>>(table, out, params(s));
+                                   CUDA_CHECK_LAUNCH();
+                                 },
+                                 cml::device_array(d_out)};
+    m.reference = baseline;
+    m.inputs = &inputs;
+    m.check = cml::Check::exact_match("out", lab07::kWarpSize);
+    const auto t = harness.time_single(m);
+    report.add_case(point.name, t, work);
+    report.metric(point.name + ".predicted_occupancy", occ);
+    report.metric(point.name + ".registers", regs);
+    plot.case_point(occ, point.name, "gbytes_per_s",
+                    point.name + ", " + std::to_string(regs) + " registers");
+    std::cerr << point.name << ": " << regs << " registers, predicted occupancy " << occ * 100
+              << " %; " << cml::summary(t) << "\n";
   }
 }
+
+}  // namespace
+
+CML_BENCH(occupancy)
+    .option("lines-log2", 21, "L", "the table holds 2^L 128-byte lines; recorded as lines")
+    .param("warps", 65536, "W", "chains chased, one per warp")
+    .param("rounds", 2, "R", "rounds of 64 steps per chain");
