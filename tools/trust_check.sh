@@ -43,7 +43,7 @@ for stage in "${stages[@]}"; do
       fi
       ;;
     ctest)
-      ctest --test-dir "$build" -L gpu -LE '^student$' -j 2 --timeout 600 \
+      ctest --test-dir "$build" -L gpu -LE '^student$' -j 2 --timeout 600 --output-on-failure \
         >"$out/ctest.log" 2>&1
       grep -E "\*\*\*Failed|Not Run|Timeout" "$out/ctest.log" | head -20
       summary+=("ctest -L gpu (solution layer): $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -1) ($(elapsed "$start"))")
