@@ -26,7 +26,8 @@ def harness_objects(build: Path, lab_folder: str, tag: str) -> list[Path]:
     code, its tests and bench, the common library and the shared mains of the tests and benches."""
     dirs = [build / "labs" / lab_folder / "CMakeFiles" / f"{tag}_{kind}.dir"
             for kind in ("given", "tests_student", "hidden_student", "bench_student")]
-    dirs += [build / "common" / "CMakeFiles" / f"{name}.dir" for name in ("cml", "cml_test_main", "cml_bench_main")]
+    dirs += [build / "common" / "CMakeFiles" / f"{name}.dir"
+             for name in ("cml", "cml_test_main", "cml_bench_main")]
     found: list[Path] = []
     for d in dirs:
         if d.is_dir():
