@@ -13,7 +13,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, overload
 
-from .benchdoc import FLOOR_MARGIN
+from .measure.floor import FLOOR_MARGIN
 from .paths import LabPaths
 
 # The TOML reader every part of the grader uses (`from .rubric import tomllib`): the standard
@@ -74,7 +74,7 @@ class Performance:
     full_credit_ratio: float = 1.2
     review_ratio: float = 10.0
     # a candidate time below the physical floor / floor_margin is flagged for review
-    # (grader/benchdoc.py floor_check)
+    # (grader/measure/floor.py floor_check)
     floor_margin: float = FLOOR_MARGIN
 
 
