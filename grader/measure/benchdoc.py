@@ -88,10 +88,13 @@ def _list(holder: Mapping[str, Any], key: str, where: str) -> list[Any]:
     return value
 
 
-def _overlay(written: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
-    """The object as written with `fields` laid over it (a written key keeps its place)."""
+def _overlay(written: Mapping[str, Any], fields: Mapping[str, Any],
+             add: bool = False) -> dict[str, Any]:
+    """The object as written with `fields` laid over it (a written key keeps its place); a
+    field the document did not write is added only with `add`, or to a record made in code
+    (nothing written)."""
     out = dict(written)
-    out.update(fields)
+    out.update((k, v) for k, v in fields.items() if add or not written or k in written)
     return out
 
 
@@ -134,7 +137,7 @@ class SampleStats:
             figures["n"] = self.n
         if self.samples is not None:
             figures["samples"] = list(self.samples)
-        return _overlay(self.written, figures)
+        return _overlay(self.written, figures, add=True)
 
 
 @dataclass(frozen=True)
