@@ -147,6 +147,7 @@ class Failure:
     phase: str = "timed"  # "timed" or "warmup"
     pair: int | None = None
     sample: int | None = None  # None: the run's time was not kept
+    index: int | None = None  # of the first wrong element
     where: str = ""
     got: str = ""
     expected: str = ""
@@ -158,7 +159,8 @@ class Failure:
     def read(value: Any, where: str) -> "Failure":
         obj = _object(value, where)
         return Failure(_text(obj, "phase", where) or "timed", _integer(obj, "pair", where),
-                       _integer(obj, "sample", where), _text(obj, "where", where),
+                       _integer(obj, "sample", where), _integer(obj, "index", where),
+                       _text(obj, "where", where),
                        _text(obj, "got", where), _text(obj, "expected", where),
                        _integer(obj, "mismatches", where), _integer(obj, "elements", where),
                        obj)
@@ -170,7 +172,8 @@ class Failure:
 
     def to_dict(self) -> dict[str, Any]:
         return _overlay(self.written, {
-            "phase": self.phase, "pair": self.pair, "sample": self.sample, "where": self.where,
+            "phase": self.phase, "pair": self.pair, "sample": self.sample, "index": self.index,
+            "where": self.where,
             "got": self.got, "expected": self.expected, "mismatches": self.mismatches,
             "elements": self.elements})
 
