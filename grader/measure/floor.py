@@ -1,7 +1,7 @@
 """What a bench's figures say about the GPU's limits: `floor_check` holds the candidate's time
 against the least time the GPU needs to do the comparison's work (grader/README.md,
 "Scoring"); `speed_of_light` says how near the kernels come to that limit (a fraction shown
-beside the score, worth no points). Both read the documents as benchdoc.recompute restated
+beside the score, worth no points). Both read the documents as samples.recompute restated
 them."""
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ def profiled(fake: FakeNcu, ncu: str | None = "/opt/ncu/ncu") -> Iterator[profil
             mock.patch.object(profiler, "find_tool", return_value=ncu), \
             mock.patch.object(profiler.sandbox, "run", fake):
         yield Context(run_dir=Path(tmp), env={}, identity=None, seed=7, timeout=60,
-                                   binary=lambda kind: Path(f"/grade/bin/lab_{kind}"))
+                      binary=lambda kind: Path(f"/grade/bin/lab_{kind}"))
 
 
 class MetricRun(unittest.TestCase):

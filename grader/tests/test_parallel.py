@@ -215,7 +215,7 @@ class MemorySafetyTest(unittest.TestCase):
         fakes.reset()
         binaries = {"tests_student": fakes.tests, "hidden_student": fakes.hidden}
         ctx = Context(fakes.run_dir, fakes.env(**fake), None, 7, timeout,
-                                   binaries.get)
+                      binaries.get)
         start = time.monotonic()
         with cpus(n_cpus), mock.patch.object(sanitizer, "find_tool",
                                              return_value=str(fakes.sanitizer)):
