@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
+
+from .measure.benchdoc import (BenchError, CaseTiming, Determinism, LaunchStats, Plot, Review,
+                               SampleStats, Verification)
 
 SCHEMA = "cml-result/1"
 
@@ -111,25 +114,84 @@ class BuildRecord(_Record):
 
 
 @dataclass
-class BenchSummary(_Record):
+class BenchSummary:
     """One bench run's scored comparison (median times, speedup, the harness's checks of the
     timed output, launches, review flag), plus its other cases and derived metrics (the
-    sweeps the HTML report plots). Values are the bench JSON's (cml-bench/2) as written."""
+    sweeps the HTML report plots): the records of its bench document (cml-bench/2,
+    grader/measure/benchdoc.py), restated from the samples; written to result.json as the
+    document wrote them (to_dict)."""
 
-    baseline_ms: Any = None
-    candidate_ms: Any = None
-    speedup: Any = None
-    converged: Any = None
-    verification: Any = None
-    baseline_verification: Any = None
-    launches: Any = None
-    baseline_launches: Any = None
-    determinism: Any = None
-    review: Any = None
-    host_margin_ms: dict[str, Any] = field(default_factory=dict)
-    cases: list[Any] = field(default_factory=list)
-    metrics: dict[str, Any] = field(default_factory=dict)
-    plots: list[Any] = field(default_factory=list)  # the bench's declared plots (cml-bench/2)
+    baseline_ms: SampleStats | None = None
+    candidate_ms: SampleStats | None = None
+    speedup: SampleStats | None = None
+    converged: bool | None = None
+    verification: Verification | None = None
+    baseline_verification: Verification | None = None
+    launches: LaunchStats | None = None
+    baseline_launches: LaunchStats | None = None
+    determinism: Determinism | None = None
+    review: Review | None = None
+    host_margin_ms: dict[str, float | None] = field(default_factory=dict)
+    cases: list[CaseTiming] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+    plots: list[Plot] = field(default_factory=list)  # the bench's declared plots (cml-bench/2)
+
+    def to_dict(self) -> dict[str, Any]:
+        def record(value: Any) -> Any:
+            return value.to_dict() if value is not None else None
+
+        return {"baseline_ms": record(self.baseline_ms),
+                "candidate_ms": record(self.candidate_ms), "speedup": record(self.speedup),
+                "converged": self.converged, "verification": record(self.verification),
+                "baseline_verification": record(self.baseline_verification),
+                "launches": record(self.launches),
+                "baseline_launches": record(self.baseline_launches),
+                "determinism": record(self.determinism), "review": record(self.review),
+                "host_margin_ms": dict(self.host_margin_ms),
+                "cases": [c.to_dict() for c in self.cases], "metrics": dict(self.metrics),
+                "plots": [p.to_dict() for p in self.plots]}
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> "BenchSummary":
+        """The summary kept in result.json; a field that does not read as its record (an
+        older grader's, or edited into something else) is left out."""
+        def read(reader: Callable[[Any, str], Any], value: Any, where: str) -> Any:
+            try:
+                return reader(value, where) if value is not None else None
+            except BenchError:
+                return None
+
+        def each(reader: Callable[[Any, str], Any], key: str) -> list[Any]:
+            values = data.get(key) if isinstance(data.get(key), list) else []
+            found = (read(reader, v, f"{key}[{i}]") for i, v in enumerate(values or []))
+            return [v for v in found if v is not None]
+
+        margins = data.get("host_margin_ms")
+        metrics = data.get("metrics")
+        converged = data.get("converged")
+        return BenchSummary(
+            baseline_ms=read(SampleStats.read, data.get("baseline_ms"), "baseline_ms"),
+            candidate_ms=read(SampleStats.read, data.get("candidate_ms"), "candidate_ms"),
+            speedup=read(SampleStats.read, data.get("speedup"), "speedup"),
+            converged=converged if isinstance(converged, bool) else None,
+            verification=read(Verification.read, data.get("verification"), "verification"),
+            baseline_verification=read(Verification.read, data.get("baseline_verification"),
+                                       "baseline_verification"),
+            launches=read(LaunchStats.read, data.get("launches"), "launches"),
+            baseline_launches=read(LaunchStats.read, data.get("baseline_launches"),
+                                   "baseline_launches"),
+            determinism=read(Determinism.read, data.get("determinism"), "determinism"),
+            review=read(Review.read, data.get("review"), "review"),
+            host_margin_ms={str(k): float(v) if _is_number(v) else None
+                            for k, v in (margins.items() if isinstance(margins, dict) else [])},
+            cases=each(CaseTiming.read, "cases"),
+            metrics={str(k): float(v) for k, v in (metrics.items() if isinstance(metrics, dict)
+                                                   else []) if _is_number(v)},
+            plots=each(Plot.read, "plots"))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 @dataclass
@@ -148,7 +210,12 @@ class Timing(_Record):
     time_ratio: float | None = None  # student time / reference time
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        for side in ("reference", "student"):
+            if out[side] is not None:
+                out[side] = out[side].to_dict()
+        out["bench_args"] = list(self.bench_args)
+        return {k: v for k, v in out.items() if v is not None}
 
     @staticmethod
     def from_dict(data: dict[str, Any] | None) -> "Timing | None":
@@ -157,8 +224,9 @@ class Timing(_Record):
         data = dict(data)
         for side in ("reference", "student"):
             if isinstance(data.get(side), dict):
-                data[side] = BenchSummary(**{k: v for k, v in data[side].items()
-                                             if k in BenchSummary.__dataclass_fields__})
+                data[side] = BenchSummary.from_dict(data[side])
+            else:
+                data.pop(side, None)
         return Timing(**{k: v for k, v in data.items() if k in Timing.__dataclass_fields__})
 
 

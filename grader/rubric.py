@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .benchdoc import FLOOR_MARGIN
+from .measure.floor import FLOOR_MARGIN
 from .paths import LabPaths
 from .rubric_schema import (BOOLEAN, DERIVED, NUMBER, STRING, STRINGS, STRINGS_OR_STRING, TOP,
                             WHOLE_NUMBER, Above, AtLeast, Distinct, EachOneOf, Filled, OneOf,
@@ -75,7 +75,7 @@ class Performance:
     full_credit_ratio: float = 1.2
     review_ratio: float = 10.0
     # a candidate time below the physical floor / floor_margin is flagged for review
-    # (grader/benchdoc.py floor_check)
+    # (grader/measure/floor.py floor_check)
     floor_margin: float = FLOOR_MARGIN
 
 

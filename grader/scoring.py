@@ -13,12 +13,15 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
-from . import benchdoc
+from .measure import bench
+from .measure.floor import floor_check, speed_of_light as sol_record
 from .result import (FAILED, GRADED, NOT_GRADED, NOT_MEASURED, NOT_RUN, PASSED, REVIEW,
                      GradeResult, LabResult, PartResult, TestResult)
 
 if TYPE_CHECKING:  # the measurements' types only; scoring runs nothing
-    from .measurements import BenchRuns, MetricRun, SanitizerRuns
+    from .measure.bench import BenchRuns
+    from .measure.profiler import MetricRun
+    from .measure.sanitizer import SanitizerRuns
     from .rubric import MemorySafety, Metric, Performance, Rubric, Stretch
     from .catch2.testrun import Case
 
@@ -118,7 +121,7 @@ class PointsScore(float):
 
 def sanitizer_points(summaries: Iterable, points: float) -> PointsScore:
     """Memory-safety points: each compute-sanitizer tool that ran to the end and reported
-    no errors earns an equal share. `summaries` are parsers.SanitizerSummary objects, one
+    no errors earns an equal share. `summaries` are sanitizer.SanitizerSummary records, one
     per tool. The result is a float with `.status`, `.reason` and `.details`
     (tool -> errors, None where the tool did not finish)."""
     summaries = list(summaries)
@@ -409,18 +412,23 @@ def performance_part(perf: "Performance", runs: "BenchRuns",
                           if runs.launch_problem else
                           "correctness comes first: these groups need full marks: "
                           + ", ".join(missing)) + ".")
+        comp = runs.student_comparison
+        launches = comp.candidate.launches if comp is not None else None
         part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
-                        "launches": runs.launches, **speed_of_light(perf.comparison, runs)}
+                        "launches": launches.to_dict() if launches is not None else None,
+                        **speed_of_light(perf.comparison, runs)}
         return part
     if runs.review_problem:
         part.status = REVIEW
         part.reason = ("Flagged for review: the bench's host-time cross-check says your timing "
                        f"cannot be trusted ({runs.review_problem}); no speed points until a "
                        "person has looked at it.")
+        comp = runs.student_comparison
+        review = comp.review if comp is not None else None
         part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
-                        "review": runs.review}
+                        "review": review.to_dict() if review is not None else None}
         return part
-    too_fast, floor = benchdoc.floor_check(perf.comparison, runs.student_doc, runs.reference_doc,
+    too_fast, floor = floor_check(perf.comparison, runs.student_doc, runs.reference_doc,
                                            perf.floor_margin)
     if too_fast:
         return below_floor_part(part, too_fast, floor,
@@ -437,14 +445,14 @@ def performance_part(perf: "Performance", runs: "BenchRuns",
 
 
 def speed_of_light(comparison: str, runs: "BenchRuns") -> dict[str, Any]:
-    """{"speed_of_light": benchdoc.speed_of_light's record} for a performance part's
+    """{"speed_of_light": floor.speed_of_light's record} for a performance part's
     details, or {}: only for a student's document that agreed with its own samples and
     whose timed kernel did the work (its output verified, a kernel launched in every timed
     call, no review flag from the host-time cross-check). A figure, never points."""
     if (runs.altered or runs.failed or (runs.unmeasured and not runs.no_reference)
             or runs.output_problem or runs.launch_problem or runs.review_problem):
         return {}
-    record = benchdoc.speed_of_light(comparison, runs.student_doc, runs.reference_doc)
+    record = sol_record(comparison, runs.student_doc, runs.reference_doc)
     return {"speed_of_light": record.to_dict()} if record is not None else {}
 
 
@@ -460,7 +468,7 @@ def altered_part(part: PartResult, runs: "BenchRuns") -> PartResult:
 
 def below_floor_part(part: PartResult, too_fast: str, floor: dict,
                      details: dict | None = None) -> PartResult:
-    """A speed part whose candidate time is below the physical floor (benchdoc.floor_check):
+    """A speed part whose candidate time is below the physical floor (floor.floor_check):
     impossible on this GPU, so flagged for review and not awarded."""
     part.status, part.points = REVIEW, 0.0
     part.reason = (f"Flagged for review: your kernel's median time, {too_fast}, which is not "
@@ -566,10 +574,9 @@ def stretch_part(stretch: "Stretch", runs: "BenchRuns", full_groups: set[str],
         return part
     if runs.altered:
         return altered_part(part, runs)
-    comp = next((c for c in runs.student_doc.get("comparisons") or []
-                 if isinstance(c, dict) and c.get("name") == stretch.comparison), None)
-    why_not_timed = (runs.student_doc.get("not_timed") or {}).get(stretch.comparison)
-    if comp is None and isinstance(why_not_timed, str) and why_not_timed:
+    comp = runs.student_doc.comparison(stretch.comparison)
+    why_not_timed = runs.student_doc.not_timed.get(stretch.comparison)
+    if comp is None and why_not_timed:
         # The bench says why (lab 04 without the bonus: "... the optional bonus is not
         # attempted"): that, not the correctness groups it also fails, is the reason.
         part.reason = (f"No points: the bench did not time '{stretch.comparison}': "
@@ -583,7 +590,7 @@ def stretch_part(stretch: "Stretch", runs: "BenchRuns", full_groups: set[str],
     if comp is None:
         part.reason = f"No points: the bench reported no comparison '{stretch.comparison}'."
         return part
-    problem = benchdoc.timed_output_problem(comp) or benchdoc.launch_problem(comp)
+    problem = bench.timed_output_problem(comp) or bench.launch_problem(comp)
     if problem:
         part.reason = f"No points: correctness comes first: {problem}."
         return part
@@ -597,17 +604,17 @@ def stretch_part(stretch: "Stretch", runs: "BenchRuns", full_groups: set[str],
         if dirty.points < 1.0:
             part.reason = f"No points: the sanitizer cases are not clean: {dirty.reason}"
             return part
-    review = benchdoc.review_problem(comp)
+    review = bench.review_problem(comp)
     if review:
         part.status = REVIEW
         part.reason = ("Flagged for review: the bench's host-time cross-check says your timing "
                        f"cannot be trusted ({review}).")
         return part
-    too_fast, floor = benchdoc.floor_check(stretch.comparison, runs.student_doc,
+    too_fast, floor = floor_check(stretch.comparison, runs.student_doc,
                                            runs.reference_doc, stretch.floor_margin)
     if too_fast:
         return below_floor_part(part, too_fast, floor)
-    fraction = benchdoc.number(comp, "speedup", "median")
+    fraction = comp.speedup.median
     score = fraction_points(fraction or 0.0, stretch.target_fraction, stretch.floor_fraction,
                             offered)
     part.points, part.status = score.points, score.status

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lab 06's profiler metrics measured the way the grader measures them (grader/measurements.py:
+# Lab 06's profiler metrics measured the way the grader measures them (grader/measure/profiler.py:
 # the rubric's own ncu command, parser and scoring), on a machine with a GPU and Nsight Compute:
 # every [[metrics]] entry on the reference bench, then the scored ones on the skeleton and on
 # the padded transposes of grader/tests/fixtures/metrics/recipes.json (written other fair
@@ -72,7 +72,8 @@ import os
 import sys
 from pathlib import Path
 
-from grader import measurements, scoring
+from grader import scoring
+from grader.measure import Context, profiler
 from grader.paths import find_lab
 from grader.result import GRADED
 from grader.rubric import load_rubric
@@ -95,12 +96,12 @@ for name in subjects:
         continue
     run_dir = out / "runs" / name
     run_dir.mkdir(parents=True, exist_ok=True)
-    ctx = measurements.Context(run_dir=run_dir, env=dict(os.environ), identity=None, seed=1,
-                               timeout=120, binary=lambda kind, b=binary: b
-                               if kind == "bench_student" else None)
+    ctx = Context(run_dir=run_dir, env=dict(os.environ), identity=None, seed=1,
+                  timeout=120, binary=lambda kind, b=binary: b
+                  if kind == "bench_student" else None)
     cells, ok = [], True
     for metric in rubric.metrics if name == "reference" else scored:
-        part = scoring.metric_part(metric, measurements.metric(metric, ctx), groups)
+        part = scoring.metric_part(metric, profiler.metric(metric, ctx), groups)
         value = part.details.get("value")
         shown = "-" if value is None else f"{value:.5g}"
         if name == "reference" and metric is rubric.metrics[0]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..benchdoc import SpeedOfLight
+from ..measure.floor import SpeedOfLight
 from ..result import (CRASHED, ERROR, FAILED, GRADED, NOT_GRADED, NOT_MEASURED, NOT_RUN,
                       PASSED, REVIEW, TIMEOUT, LabResult, PartResult, TestResult)
 
@@ -255,13 +255,13 @@ def timing_summary(lab: LabResult) -> dict[str, float | None]:
     reference, from lab.timing; None where not measured."""
     t = lab.timing
     student = t.student if t is not None else None
-    ms = (student.candidate_ms or {}).get("median") if student is not None and \
-        isinstance(student.candidate_ms, dict) else None
+    ms = student.candidate_ms.median if student is not None and \
+        student.candidate_ms is not None else None
     s_speed = t.student_speedup if t is not None else None
     r_speed = t.reference_speedup if t is not None else None
     check = student.verification if student is not None else None
     # A kernel whose timed output was wrong has no meaningful speed: show none.
-    wrong = isinstance(check, dict) and check.get("checked") and not check.get("passed")
+    wrong = check is not None and check.wrong
     if wrong:
         s_speed = None
     vs_ref = s_speed / r_speed if isinstance(s_speed, (int, float)) and \

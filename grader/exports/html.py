@@ -14,12 +14,13 @@ achieves as a fraction of the GPU's measured limit, the reference's beside it.
 
 from __future__ import annotations
 
-import dataclasses
 import math
+from dataclasses import dataclass
 from typing import Any
 
-from ..result import GradeResult, LabResult
-from ..benchdoc import SpeedOfLight, percent_text, rate_text
+from ..measure.benchdoc import CaseTiming, Plot, PlotRef
+from ..measure.floor import SpeedOfLight, percent_text, rate_text
+from ..result import BenchSummary, GradeResult, LabResult
 from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
                      lab_number, lab_reason, part_outcome, part_reason, pending_points,
                      speed_of_light, test_counts, test_outcome, timing_summary)
@@ -176,92 +177,80 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
 
-def bench_side(lab: LabResult, side: str) -> dict[str, Any]:
-    """The `cases` (list), `metrics` (dict) and `plots` (list) of one side ("student" or
-    "reference") of a lab's bench, from lab.timing[side]; empty when not kept."""
-    d = _side(lab, side)
-    cases: list[Any] = d["cases"] if isinstance(d.get("cases"), list) else []
-    metrics: dict[str, Any] = d["metrics"] if isinstance(d.get("metrics"), dict) else {}
-    plots: list[Any] = d["plots"] if isinstance(d.get("plots"), list) else []
-    return {"cases": {c.get("name"): c for c in cases if isinstance(c, dict)},
-            "metrics": metrics,
-            "plots": [p for p in plots if isinstance(p, dict) and isinstance(p.get("id"), str)
-                      and isinstance(p.get("points"), list)]}
+@dataclass(frozen=True)
+class BenchSide:
+    """The cases (by name), the metrics and the plots of one side ("student" or
+    "reference") of a lab's bench, from lab.timing; empty when not kept."""
+
+    cases: dict[str, CaseTiming]
+    metrics: dict[str, float]
+    plots: list[Plot]
+    samples: list[float]  # the scored comparison's per-pair speedups
 
 
-def _side(lab: LabResult, side: str) -> dict[str, Any]:
-    """lab.timing.student or .reference (a BenchSummary) as a plain dict; {} when absent."""
-    summary = getattr(lab.timing, side, None) if lab.timing is not None else None
-    return dataclasses.asdict(summary) if dataclasses.is_dataclass(summary) else {}
+def bench_side(lab: LabResult, side: str) -> BenchSide:
+    summary: BenchSummary | None = getattr(lab.timing, side, None) if lab.timing else None
+    if summary is None:
+        return BenchSide({}, {}, [], [])
+    samples = summary.speedup.samples if summary.speedup is not None else None
+    return BenchSide({c.name: c for c in summary.cases}, dict(summary.metrics),
+                     list(summary.plots),
+                     [v for v in samples or () if _num(v) is not None])
 
 
-def _samples(side: dict[str, Any]) -> list[float]:
-    speedup = side.get("speedup")
-    samples = speedup.get("samples") if isinstance(speedup, dict) else None
-    return [float(v) for v in samples or [] if _num(v) is not None]
-
-
-def _value(ref: dict, side: dict[str, Any]) -> float | None:
+def _value(ref: PlotRef, side: BenchSide) -> float | None:
     """The number a point (or a ceiling) names: `case` + `field`, or `metric`."""
-    if isinstance(ref.get("case"), str):
-        case = side["cases"].get(ref["case"])
-        return _num(case.get(str(ref.get("field", "")))) if case else None
-    if isinstance(ref.get("metric"), str):
-        return _num(side["metrics"].get(ref["metric"]))
+    if ref.case is not None:
+        case = side.cases.get(ref.case)
+        return _num(case.figure(ref.field)) if case else None
+    if ref.metric is not None:
+        return _num(side.metrics.get(ref.metric))
     return None
-
-
-def _text(spec: Any, *keys: str) -> str:
-    for key in keys:
-        spec = spec.get(key) if isinstance(spec, dict) else None
-    return spec if isinstance(spec, str) else ""
 
 
 def lab_plots(lab: LabResult) -> list[tuple[str, str]]:
     """(svg, caption) for each plot the lab's bench declared, in the order declared."""
     sides = [(who, color, bench_side(lab, key)) for who, color, key in
              (("yours", STUDENT, "student"), ("reference", REFERENCE, "reference"))]
-    specs: dict[str, dict] = {}
+    specs: dict[str, Plot] = {}
     for _, _, side in sides:
-        for spec in side["plots"]:
-            specs.setdefault(spec["id"], spec)
+        for spec in side.plots:
+            specs.setdefault(spec.id, spec)
     plots = []
     for plot_id, spec in specs.items():
-        log2x = _text(spec, "x", "scale") == "log2"
+        log2x = spec.x_scale == "log2"
         series: list[tuple[str, str, list[tuple[float, float, str]]]] = []
         labels: dict[float, str] = {}
         ceiling: tuple[str, float] | None = None
         for who, color, side in sides:
-            mine = next((p for p in side["plots"] if p["id"] == plot_id), None)
+            mine = next((p for p in side.plots if p.id == plot_id), None)
             if mine is None:
                 continue
             pts: list[tuple[float, float, str]] = []
-            for point in mine["points"]:
-                x, y = _num(point.get("x")) if isinstance(point, dict) else None, None
+            for point in mine.points:
+                x, y = _num(point.x), None
                 if x is not None and not (log2x and x <= 0):
                     y = _value(point, side)
                 if x is not None and y is not None:  # y is only read where x is a number
-                    pts.append((x, y, _text(point, "label")))
+                    pts.append((x, y, point.label))
             if pts:
                 series.append((who, color, pts))
                 if not labels:
                     labels = {x: label for x, _, label in pts if label}
-            ref = mine.get("ceiling")
-            if ceiling is None and isinstance(ref, dict) and (top := _value(ref, side)) is not None:
-                ceiling = (_text(ref, "label") or str(ref.get("case")), top)
+            ref = mine.ceiling
+            if ceiling is None and ref is not None and (top := _value(ref, side)) is not None:
+                ceiling = (ref.label or str(ref.case), top)
         if not series:
             continue
-        title = f"Lab {lab_number(lab)}: {_text(spec, 'title') or plot_id}"
-        caption = _text(spec, "caption")
-        x_label, y_label = _text(spec, "x", "label"), _text(spec, "y", "label")
-        if spec.get("style") == "dots":
-            axis = spec.get("x") if isinstance(spec.get("x"), dict) else {}
-            lo, hi = _num(axis.get("min")), _num(axis.get("max"))
-            svg = scatter_chart(title, caption, x_label, y_label, series,
+        title = f"Lab {lab_number(lab)}: {spec.title or plot_id}"
+        caption = spec.caption
+        if spec.style == "dots":
+            lo, hi = _num(spec.x_min), _num(spec.x_max)
+            svg = scatter_chart(title, caption, spec.x_label, spec.y_label, series,
                                 (lo, hi) if lo is not None and hi is not None and hi > lo
                                 else None)
         else:
-            svg = line_chart(title, caption, x_label, y_label,
+            svg = line_chart(title, caption, spec.x_label, spec.y_label,
                              [(who, color, [(x, y) for x, y, _ in pts])
                               for who, color, pts in series],
                              log2x=log2x, ceiling=ceiling, labels=labels)
@@ -271,7 +260,7 @@ def lab_plots(lab: LabResult) -> list[tuple[str, str]]:
 
 def sol_table(rows: list[tuple[str, SpeedOfLight]]) -> str:
     """Per timed lab, the limit that binds its work and each side's rate as a fraction of it
-    (benchdoc.speed_of_light, kept in the performance part's details)."""
+    (floor.speed_of_light, kept in the performance part's details)."""
     out = ['<table class="sol"><tr><th>Speed of light</th><th>Limit that binds</th>'
            "<th>Your kernel</th><th>Reference</th></tr>"]
     for name, sol in rows:
@@ -424,8 +413,8 @@ def to_html(result: GradeResult) -> str:
                    timing_summary(lab)["reference_speedup"]) for lab in result.labs
                   if timing_summary(lab)["speedup"] is not None
                   or timing_summary(lab)["reference_speedup"] is not None]
-    strip_rows = [(f"Lab {lab_number(lab)}", _samples(_side(lab, "student")),
-                   _samples(_side(lab, "reference"))) for lab in result.labs]
+    strip_rows = [(f"Lab {lab_number(lab)}", bench_side(lab, "student").samples,
+                   bench_side(lab, "reference").samples) for lab in result.labs]
     strip_rows = [r for r in strip_rows if r[1] or r[2]]
     sol_rows = [(f"Lab {lab_number(lab)}", sol) for lab in result.labs
                 for sol in [speed_of_light(lab)] if sol is not None]

@@ -4,7 +4,7 @@
     build.student     the student's library, compiled alone in its jail, then linked
     static.check      the allow-lists on the student's object and preprocessed source
     tests.run         the test layers (host, then GPU) in the run jail -> TestRuns
-    measure.run       memory safety, speed, profiler metrics (GPU only) -> measurements
+    gpu_parts.run     memory safety, speed, profiler metrics (GPU only) -> measurements
 
 and grader/scoring.py turns what they found into points. lab.grade_lab runs them for one
 lab; grader/pipeline.py prepares the trees (prepare.py) and runs every lab. Each stage takes

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .. import scoring
 from ..result import (BUILD_TIMEOUT, COMPILE_ERROR, NO_SUBMISSION, STATIC_VIOLATION,
                       LabResult)
-from . import build, measure, static, tests
+from . import build, gpu_parts, static, tests
 from .job import LabJob
 
 
@@ -57,5 +57,5 @@ def grade_lab(job: LabJob, lab_result: LabResult) -> None:
     if not job.has_gpu:
         lab_result.parts += scoring.not_graded_parts(rubric, job.why_no_gpu)
         return
-    measure.run(job, place, tested, scored.full_groups, lab_result)
+    gpu_parts.run(job, place, tested, scored.full_groups, lab_result)
 

@@ -19,6 +19,7 @@ from grader.exports import (score_items, terminal_table, to_gradescope, to_junit
 from grader.result import (CRASHED, FAILED, GRADED, NOT_GRADED, NOT_RUN, PASSED, REVIEW,
                            GradeResult, LabResult, PartResult, TestResult)
 from grader.scoring import grade_totals, lab_totals
+from grader.measure.benchdoc import Verification
 
 DATA = Path(__file__).parent / "data"
 # Gradescope's autograder specification: the fields results.json may carry.
@@ -549,8 +550,8 @@ class TerminalTableTest(unittest.TestCase):
     def test_wrong_timed_output_shows_no_speed(self):
         result = fixtures()["graded"]
         lab = result.labs[0]
-        lab.timing["student"]["verification"] = {"checked": True, "passed": False,
-                                                 "message": "C[0][0] was never written"}
+        lab.timing.student.verification = Verification(
+            checked=True, passed=False, message="C[0][0] was never written")
         text = terminal_table(result, color=False)
         self.assertNotIn("13.25x", text)
         self.assertIn("wrong", text)

@@ -6,6 +6,7 @@ import html
 import re
 import tempfile
 import unittest
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from grader.exports import FORMATS, write_exports
 from grader.exports.html import lab_plots, to_html
 from grader.exports.svg import nice_ticks
 from grader.result import BuildRecord, GradeResult, LabResult, PartResult, TestResult
+from grader.measure.benchdoc import Plot
 
 
 class _Collect(HTMLParser):
@@ -187,7 +189,7 @@ class HtmlReportTest(unittest.TestCase):
     def test_only_declared_plots_are_drawn(self):
         lab = self.result.labs[1]  # cases stride_N and copy, as lab 02's bench writes them
         for side in ("student", "reference"):
-            lab.timing[side]["plots"] = []
+            getattr(lab.timing, side).plots = []
         self.assertEqual(lab_plots(lab), [])  # no plot recognised by its cases' names
 
     def test_a_new_sweep_needs_no_change_here(self):
@@ -196,10 +198,11 @@ class HtmlReportTest(unittest.TestCase):
                      [{"x": d, "case": name, "field": "ms"} for d, name in
                       ((1, "copy"), (2, "stride_2"), (4, "nowhere"))], style="line",
                      x={"label": "queue depth", "scale": "linear"})
-        for case in lab.timing["student"]["cases"]:
-            case["ms"] = 2.0
-        lab.timing["student"]["plots"] = [spec]
-        lab.timing["reference"]["plots"] = []
+        student = lab.timing.student
+        student.cases = [replace(case, written={**case.written, "ms": 2.0})
+                         for case in student.cases]
+        student.plots = [Plot.read(spec, "plots[0]")]
+        lab.timing.reference.plots = []
         plots = lab_plots(lab)
         self.assertEqual(len(plots), 1)
         svg, caption = plots[0]
@@ -211,8 +214,8 @@ class HtmlReportTest(unittest.TestCase):
     def test_plots_need_their_data(self):
         lab = self.result.labs[1]
         self.assertEqual(len(lab_plots(lab)), 1)
-        lab.timing["student"]["cases"] = "not a list"
-        lab.timing["reference"] = None
+        lab.timing.student.cases = []
+        lab.timing.reference = None
         self.assertEqual(lab_plots(lab), [])
 
     def test_write_exports_html(self):

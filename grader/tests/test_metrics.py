@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Iterator
 from unittest import mock
 
-from grader import measurements, parsers, sandbox, scoring
+from grader import sandbox, scoring
+from grader.measure import Context, profiler
 from grader.paths import ROOT, LabPaths
 from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import RubricError, load_rubric, parse_rubric
@@ -106,25 +107,25 @@ def log(name: str) -> str:
 
 
 @contextmanager
-def profiled(fake: FakeNcu, ncu: str | None = "/opt/ncu/ncu") -> Iterator[measurements.Context]:
+def profiled(fake: FakeNcu, ncu: str | None = "/opt/ncu/ncu") -> Iterator[profiler.Context]:
     """A measurement context whose ncu (found at `ncu`) runs are `fake`'s."""
     with tempfile.TemporaryDirectory() as tmp, \
-            mock.patch.object(measurements, "find_tool", return_value=ncu), \
-            mock.patch.object(measurements.sandbox, "run", fake):
-        yield measurements.Context(run_dir=Path(tmp), env={}, identity=None, seed=7, timeout=60,
-                                   binary=lambda kind: Path(f"/grade/bin/lab_{kind}"))
+            mock.patch.object(profiler, "find_tool", return_value=ncu), \
+            mock.patch.object(profiler.sandbox, "run", fake):
+        yield Context(run_dir=Path(tmp), env={}, identity=None, seed=7, timeout=60,
+                      binary=lambda kind: Path(f"/grade/bin/lab_{kind}"))
 
 
 class MetricRun(unittest.TestCase):
     def measure(self, metric, fake: FakeNcu, groups=GROUPS, ncu="/opt/ncu/ncu"):
         with profiled(fake, ncu) as ctx:
-            return scoring.metric_part(metric, measurements.metric(metric, ctx), set(groups))
+            return scoring.metric_part(metric, profiler.metric(metric, ctx), set(groups))
 
 
 class NcuCommandTest(unittest.TestCase):
     def test_the_candidate_call_is_profiled_by_its_nvtx_range(self):
         m = lab06_metric(LOADS)
-        cmd = measurements.ncu_command("ncu", m, Path("/b/bench"), 7, Path("/r/ncu-1.csv"))
+        cmd = profiler.ncu_command("ncu", m, Path("/b/bench"), 7, Path("/r/ncu-1.csv"))
         self.assertEqual(cmd, [
             "ncu", "--nvtx", "--nvtx-include", "cml:candidate/", "--nvtx-exclude",
             "cml:baseline/", "--metrics", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,"
@@ -134,7 +135,7 @@ class NcuCommandTest(unittest.TestCase):
         self.assertNotIn("-k", cmd)  # no kernel names anywhere
 
     def test_the_baseline_call_swaps_the_ranges(self):
-        cmd = measurements.ncu_command("ncu", lab06_metric(LOADS), Path("/b"), 7, Path("/l"),
+        cmd = profiler.ncu_command("ncu", lab06_metric(LOADS), Path("/b"), 7, Path("/l"),
                                        "baseline")
         self.assertEqual(cmd[1], "--nvtx")
         self.assertEqual(set(zip(cmd[2:6:2], cmd[3:6:2])),
@@ -143,7 +144,7 @@ class NcuCommandTest(unittest.TestCase):
 
     def test_tests_target_profiles_every_kernel_and_averages_get_durations(self):
         m = load_rubric(LabPaths("01_warp_sizing", "01", "warp_sizing", ROOT)).metrics[0]
-        cmd = measurements.ncu_command("ncu", m, Path("/b/tests"), 7, Path("/l"))
+        cmd = profiler.ncu_command("ncu", m, Path("/b/tests"), 7, Path("/l"))
         self.assertNotIn("--nvtx", cmd)
         self.assertEqual(cmd[cmd.index("--metrics") + 1],
                          "smsp__thread_inst_executed_per_inst_executed.ratio,"
@@ -158,12 +159,12 @@ class MetricPartTest(MetricRun):
         fake = FakeNcu({"cml:candidate/": log("ncu_two_kernels.csv")})
         m = lab06_metric(LOADS)
         part = self.measure(m, fake)
-        rows = parsers.parse_ncu_log(log("ncu_two_kernels.csv")).rows
+        rows = profiler.parse_ncu_log(log("ncu_two_kernels.csv")).rows
         halves = {}
         for name in ("transpose_top_half", "transpose_bottom_half"):
             mine = [r for r in rows if name in r["Kernel Name"]]
-            halves[name] = (sum(parsers.ncu_metric(mine, m.metric, ""))
-                            / sum(parsers.ncu_metric(mine, m.per, "")))
+            halves[name] = (sum(profiler.ncu_metric(mine, m.metric, ""))
+                            / sum(profiler.ncu_metric(mine, m.per, "")))
         self.assertEqual(part.details["kernels"], 8)  # 2 kernels x 4 calls
         self.assertAlmostEqual(part.details["value"], max(halves.values()))
         self.assertAlmostEqual(part.details["value"], 1.0107, places=4)
@@ -201,17 +202,17 @@ class MetricPartTest(MetricRun):
     def test_launches_inside_both_ranges_belong_to_neither_call(self):
         # A range pushed inside the student's call cannot pass its kernels off as the
         # baseline's (nor the other way round): a launch under both ranges counts for none.
-        rows = [{"ID": "0", measurements.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
+        rows = [{"ID": "0", profiler.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
                  'cml:candidate:none:none:none:none:none:none" "<default domain>:cml:baseline:'
                  'none:none:none:none:none:none"'},
-                {"ID": "1", measurements.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
+                {"ID": "1", profiler.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
                  'cml:candidate:none:none:none:none:none:none"'},
-                {"ID": "2", measurements.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
+                {"ID": "2", profiler.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
                  'cml:baseline_x:none:none:none:none:none:none"'}]
-        self.assertEqual([r["ID"] for r in measurements.rows_of_call(rows, "candidate")], ["1"])
-        self.assertEqual(measurements.rows_of_call(rows, "baseline"), [])
-        self.assertEqual(len(measurements.rows_of_call(rows, "any")), 3)
-        self.assertIsNone(measurements.rows_of_call([{"ID": "0"}], "candidate"))
+        self.assertEqual([r["ID"] for r in profiler.rows_of_call(rows, "candidate")], ["1"])
+        self.assertEqual(profiler.rows_of_call(rows, "baseline"), [])
+        self.assertEqual(len(profiler.rows_of_call(rows, "any")), 3)
+        self.assertIsNone(profiler.rows_of_call([{"ID": "0"}], "candidate"))
 
     def test_a_bench_that_marks_no_call_is_not_the_students_loss(self):
         fake = FakeNcu({"cml:candidate/": log("ncu_no_kernels.log"),
@@ -354,10 +355,10 @@ class KernelsOfTheCallTest(MetricRun):
 
     def run_call(self, metric, groups, columns, units, launches):
         text = ncu_log(columns, units, launches)
-        rows = parsers.parse_ncu_log(text).rows
-        together = parsers.ncu_aggregate(rows, metric.metric)
+        rows = profiler.parse_ncu_log(text).rows
+        together = profiler.ncu_aggregate(rows, metric.metric)
         if metric.per:
-            together /= parsers.ncu_aggregate(rows, metric.per)
+            together /= profiler.ncu_aggregate(rows, metric.per)
         return self.measure(metric, FakeNcu({"cml:candidate/": text}), groups), together
 
     def inside(self, metric, value: float) -> bool:
@@ -472,10 +473,10 @@ class KernelsOfTheCallTest(MetricRun):
     def test_a_reported_metric_or_a_total_is_the_whole_call(self):
         metric = lab06_metric("Shared-memory wavefronts per load instruction, conflicted")
         self.assertIsNone(metric.expect_max)
-        rows = parsers.parse_ncu_log(ncu_log(SHARED_LD, ["", "inst"], [
+        rows = profiler.parse_ncu_log(ncu_log(SHARED_LD, ["", "inst"], [
             ("a(int)", 32 * REQUESTS, REQUESTS), ("b(int)", REQUESTS, REQUESTS)])).rows
         details: dict = {}
-        self.assertEqual(measurements.judge_kernels(rows, metric, 16.5, details=details), 16.5)
+        self.assertEqual(profiler.judge_kernels(rows, metric, 16.5, details=details), 16.5)
         self.assertIsNone(details["decided_by"])
         self.assertEqual([k["value"] for k in details["by_kernel"]], [32.0, 1.0])
 
@@ -494,12 +495,12 @@ class KernelsOfTheCallTest(MetricRun):
         self.assertEqual(part.points, metric.points)
 
     def test_kernel_labels(self):
-        self.assertEqual(measurements.kernel_label(
+        self.assertEqual(profiler.kernel_label(
             "(anonymous namespace)::transpose_padded(const float *, float *, int, int)"),
             "transpose_padded")
-        self.assertEqual(measurements.kernel_label("void tiled_kernel<32>(const float *, int)"),
+        self.assertEqual(profiler.kernel_label("void tiled_kernel<32>(const float *, int)"),
                          "tiled_kernel<32>")
-        self.assertEqual(measurements.kernel_label("chase"), "chase")
+        self.assertEqual(profiler.kernel_label("chase"), "chase")
 
 
 class Lab06ThresholdsTest(MetricRun):
@@ -673,18 +674,18 @@ class MetricPointsTest(unittest.TestCase):
 
 class NcuLogTest(unittest.TestCase):
     def test_no_kernels_is_an_empty_result_and_errors_are_ncus_own(self):
-        empty = parsers.parse_ncu_log(log("ncu_no_kernels.log"))
+        empty = profiler.parse_ncu_log(log("ncu_no_kernels.log"))
         self.assertEqual((empty.rows, empty.errors), ([], []))
         self.assertEqual(empty.warnings, ["No kernels were profiled."])
-        refused = parsers.parse_ncu_log(log("ncu_refused.log"))
+        refused = profiler.parse_ncu_log(log("ncu_refused.log"))
         self.assertTrue(refused.errors[0].startswith("ERR_NVGPUCTRPERM"))
 
     def test_aggregates(self):
-        rows = parsers.parse_ncu_log(log("ncu_unpadded.csv")).rows
+        rows = profiler.parse_ncu_log(log("ncu_unpadded.csv")).rows
         requests = "smsp__inst_executed_op_shared_ld.sum"
-        self.assertEqual(parsers.ncu_aggregate(rows, requests), 4 * 32768)
-        self.assertIsNone(parsers.ncu_aggregate(rows, "dram__bytes_read.sum"))
-        self.assertIsNone(parsers.ncu_aggregate([], requests))
+        self.assertEqual(profiler.ncu_aggregate(rows, requests), 4 * 32768)
+        self.assertIsNone(profiler.ncu_aggregate(rows, "dram__bytes_read.sum"))
+        self.assertIsNone(profiler.ncu_aggregate([], requests))
 
 
 if __name__ == "__main__":

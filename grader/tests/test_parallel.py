@@ -19,7 +19,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
 
-from grader import measurements, parallel, sandbox
+from grader import parallel, sandbox
+from grader.measure import Context, sanitizer
 from grader.pipeline import Interrupted, interrupt_handler
 from grader.rubric import MemorySafety
 from grader.stages import tests as tests_stage
@@ -210,15 +211,15 @@ class MemorySafetyTest(unittest.TestCase):
     KINDS = [("tests_student", "[s]"), ("hidden_student", "[s]")]
 
     def measure(self, fakes: Fakes, tools: list[str], n_cpus: int, timeout: float = 30,
-                **fake: object) -> tuple[measurements.SanitizerRuns, float, list[str]]:
+                **fake: object) -> tuple[sanitizer.SanitizerRuns, float, list[str]]:
         fakes.reset()
         binaries = {"tests_student": fakes.tests, "hidden_student": fakes.hidden}
-        ctx = measurements.Context(fakes.run_dir, fakes.env(**fake), None, 7, timeout,
-                                   binaries.get)
+        ctx = Context(fakes.run_dir, fakes.env(**fake), None, 7, timeout,
+                      binaries.get)
         start = time.monotonic()
-        with cpus(n_cpus), mock.patch.object(measurements, "find_tool",
+        with cpus(n_cpus), mock.patch.object(sanitizer, "find_tool",
                                              return_value=str(fakes.sanitizer)):
-            runs = measurements.memory_safety(MemorySafety(points=10, tests="[s]", tools=tools),
+            runs = sanitizer.memory_safety(MemorySafety(points=10, tests="[s]", tools=tools),
                                               ctx, self.KINDS)
         return runs, time.monotonic() - start, sorted(f.name for f in fakes.run_dir.iterdir())
 
@@ -238,7 +239,7 @@ class MemorySafetyTest(unittest.TestCase):
             self.assertGreater(seconds, 0.9)  # four runs of 0.5 s, two at a time
 
     def assert_same_as_serial(self, fakes: Fakes, tools: list[str], **kw: object
-                              ) -> measurements.SanitizerRuns:
+                              ) -> sanitizer.SanitizerRuns:
         together, _, files = self.measure(fakes, tools, 4, **kw)
         serial, _, serial_files = self.measure(fakes, tools, 1, **kw)
         self.assertEqual(together.unmeasured, serial.unmeasured)

@@ -1,4 +1,4 @@
-"""measurements.performance() and scoring.performance_part() on bench documents of schema
+"""bench.performance() and scoring.performance_part() on bench documents of schema
 cml-bench/2: the harness's verdicts on the scored comparison (whole-output verification,
 launches per call, determinism, the host-time review flag) decide the speed part before any
 speed is scored.
@@ -20,7 +20,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
 
-from grader import benchdoc, measurements, parsers, scoring
+from grader import scoring
+from grader.measure import Context, bench, floor, samples, sanitizer, profiler
+from grader.measure.benchdoc import BENCH_SCHEMA, BenchError, parse_document, read_document
 from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import Performance
 
@@ -40,23 +42,23 @@ class PerformanceTest(unittest.TestCase):
             points=20, bench_args=["--n", "4096"], comparison="tiled", requires=[GROUP]))
         binaries = {"bench_student": Path("lab04_bench_student"),
                     "bench_solution": Path("lab04_bench_solution")}
-        self.ctx = measurements.Context(run_dir=Path(self.tmp.name), env={}, identity=None, seed=7,
-                                        timeout=60, binary=binaries.get)
+        self.ctx = Context(run_dir=Path(self.tmp.name), env={}, identity=None, seed=7,
+                           timeout=60, binary=binaries.get)
 
     def grade(self, student: dict, reference: dict | None = None, groups=(GROUP,)):
         docs = {"lab04_bench_student": student,
                 "lab04_bench_solution": reference or load("reference.json")}
         # The documents go through the same reader as a real run's --json file.
         for name, doc in docs.items():
-            parsers.parse_bench_json(json.dumps(doc), name)
+            parse_document(json.dumps(doc), name)
 
         def fake_run(binary, args, ctx, trusted):
             self.assertEqual(trusted, binary.name == "lab04_bench_solution")
-            return copy.deepcopy(docs[binary.name]), "", None
+            return read_document(copy.deepcopy(docs[binary.name])), None, None
 
         perf = self.rubric.performance
-        with mock.patch.object(measurements, "run_bench", fake_run):
-            runs = measurements.performance(perf, self.ctx)
+        with mock.patch.object(bench, "run_bench", fake_run):
+            runs = bench.performance(perf, self.ctx)
         return scoring.performance_part(perf, runs, set(groups)), runs.timing
 
     def test_all_verified_is_scored(self):
@@ -64,13 +66,13 @@ class PerformanceTest(unittest.TestCase):
         self.assertEqual(part.status, GRADED)
         self.assertEqual(part.points, 20)  # the same speedup as the reference: full points
         self.assertEqual(part.reason, "")
-        student = timing["student"]
-        self.assertTrue(student["verification"]["passed"])
-        self.assertEqual(student["verification"]["samples_verified"],
-                         student["verification"]["samples_total"])
-        self.assertEqual(student["launches"]["min"], 1)
-        self.assertFalse(student["review"]["flagged"])
-        self.assertTrue(student["determinism"]["identical"])
+        student = timing.student
+        self.assertTrue(student.verification.passed)
+        self.assertEqual(student.verification.samples_verified,
+                         student.verification.samples_total)
+        self.assertEqual(student.launches.min, 1)
+        self.assertFalse(student.review.flagged)
+        self.assertTrue(student.determinism.identical)
 
     def test_one_sample_mismatched_scores_zero_and_says_where(self):
         part, timing = self.grade(load("mismatch.json"))
@@ -79,8 +81,8 @@ class PerformanceTest(unittest.TestCase):
         for text in ("timed pair 6 (sample 6)", "C[17][4000]", "got 0", "expected 21.5312538",
                      "1 of 16777216 elements"):
             self.assertIn(text, part.reason)
-        failure = timing["student"]["verification"]["first_failure"]
-        self.assertEqual((failure["pair"], failure["sample"], failure["index"]), (6, 6, 73632))
+        failure = timing.student.verification.first_failure
+        self.assertEqual((failure.pair, failure.sample, failure.index), (6, 6, 73632))
 
     def test_message_rebuilt_from_the_failure_record(self):
         doc = load("mismatch.json")
@@ -96,7 +98,7 @@ class PerformanceTest(unittest.TestCase):
         self.assertIn("Flagged for review", part.reason)
         self.assertIn("escaped the timing events", part.reason)
         self.assertIn("0.0712 ms", part.reason)
-        self.assertTrue(timing["student"]["review"]["flagged"])
+        self.assertTrue(timing.student.review.flagged)
 
     def test_zero_launches_scores_zero(self):
         part, _ = self.grade(load("no_launch.json"))
@@ -186,9 +188,9 @@ class PerformanceTest(unittest.TestCase):
         part, timing = self.grade(doc)
         self.assertEqual((part.status, part.points), (GRADED, 20))
         comp = doc["comparisons"][0]
-        ratios = benchdoc.pair_ratios(comp["baseline"]["ms"]["samples"],
+        ratios = samples.pair_ratios(comp["baseline"]["ms"]["samples"],
                                       comp["candidate"]["ms"]["samples"])
-        self.assertEqual(timing.student_speedup, benchdoc.sample_stats(ratios)["median"])
+        self.assertEqual(timing.student_speedup, samples.sample_stats(ratios).median)
         self.assertNotEqual(timing.student_speedup, doc["comparisons"][0]["speedup"]["median"])
 
     def test_a_reference_that_disagrees_with_itself_is_not_measured(self):
@@ -209,8 +211,8 @@ class PerformanceTest(unittest.TestCase):
         doc = load("verified.json")
         comp = doc["comparisons"][0]
         comp["candidate"]["ms"]["samples"] = [x / 8 for x in comp["candidate"]["ms"]["samples"]]
-        fresh, _ = benchdoc.recompute(doc)  # a document consistent with those samples
-        doc["comparisons"][0] = fresh["comparisons"][0]
+        fresh, _ = samples.recompute(read_document(doc))  # consistent with those samples
+        doc["comparisons"][0] = fresh.comparisons[0].to_dict()
         return doc
 
     def test_a_time_below_the_physical_floor_is_flagged(self):
@@ -250,7 +252,7 @@ class PerformanceTest(unittest.TestCase):
         part, _ = self.grade(self.with_limits(load("verified.json")),
                              reference=self.with_limits(load("reference.json")))
         self.assertEqual((part.status, part.points), (GRADED, 20))
-        sol = benchdoc.SpeedOfLight.from_dict(part.details["speed_of_light"])
+        sol = floor.SpeedOfLight.from_dict(part.details["speed_of_light"])
         self.assertEqual((sol.bound, sol.limit, sol.limits_from), ("flop", 60000.0, "reference"))
         self.assertAlmostEqual(sol.student_rate, 9072.8841, places=3)
         self.assertAlmostEqual(sol.reference_fraction, 9072.8841 / 60000.0, places=7)
@@ -270,18 +272,18 @@ class PerformanceTest(unittest.TestCase):
 
     def student_copy(self, student: dict, solutions: bool = False):
         """The student's bench alone, as in a student copy: no bench_solution binary."""
-        ctx = measurements.Context(run_dir=Path(self.tmp.name), env={}, identity=None, seed=7,
-                                   timeout=60, binary={"bench_student": Path("s")}.get,
-                                   has_reference=solutions)
+        ctx = Context(run_dir=Path(self.tmp.name), env={}, identity=None, seed=7,
+                      timeout=60, binary={"bench_student": Path("s")}.get,
+                      has_reference=solutions)
         calls = []
 
         def fake_run(binary, args, ctx, trusted):
             calls.append(trusted)
-            return copy.deepcopy(student), "", None
+            return read_document(copy.deepcopy(student)), None, None
 
         perf = self.rubric.performance
-        with mock.patch.object(measurements, "run_bench", fake_run):
-            runs = measurements.performance(perf, ctx)
+        with mock.patch.object(bench, "run_bench", fake_run):
+            runs = bench.performance(perf, ctx)
         return scoring.performance_part(perf, runs, {GROUP}), calls
 
     def test_a_student_copy_times_the_students_bench_alone(self):
@@ -291,7 +293,7 @@ class PerformanceTest(unittest.TestCase):
         self.assertIn("no reference solution", part.reason)
         self.assertRegex(part.reason, r"your kernel ran \d+\.\d\dx the baseline's speed")
         self.assertGreater(part.details["student_speedup"], 1.0)
-        sol = benchdoc.SpeedOfLight.from_dict(part.details["speed_of_light"])
+        sol = floor.SpeedOfLight.from_dict(part.details["speed_of_light"])
         self.assertEqual((sol.limits_from, sol.reference_fraction), ("student", None))
         # a wrong timed output is said, and no figure is kept
         wrong = self.with_limits(load("verified.json"))
@@ -328,8 +330,8 @@ class PerformanceTest(unittest.TestCase):
     def test_old_schema_is_refused(self):
         doc = load("verified.json")
         doc["schema"] = "cml-bench/1"
-        with self.assertRaises(parsers.BenchError):
-            parsers.parse_bench_json(json.dumps(doc))
+        with self.assertRaises(BenchError):
+            parse_document(json.dumps(doc))
 
 
 class FixtureShapeTest(unittest.TestCase):
@@ -337,7 +339,7 @@ class FixtureShapeTest(unittest.TestCase):
 
     def test_v2_fields(self):
         doc = load("verified.json")
-        self.assertEqual(doc["schema"], parsers.BENCH_SCHEMA)
+        self.assertEqual(doc["schema"], BENCH_SCHEMA)
         self.assertTrue(doc["launch_counting"])
         self.assertIsInstance(doc["input_nonce"], int)
         for key in ("inputs", "poison", "verification", "host_check", "nvtx"):
@@ -367,7 +369,7 @@ class GpuSectionTest(unittest.TestCase):
 
         from grader.result import LabResult
         from grader.rubric import MemorySafety, Metric
-        from grader.stages import measure as stage
+        from grader.stages import gpu_parts as stage
         from grader.stages.tests import RunPlace, TestRuns
         from grader.catch2.testrun import Case, CaseRun
 
@@ -400,12 +402,12 @@ class GpuSectionTest(unittest.TestCase):
         tested = TestRuns([case], {"small": CaseRun("small", case.tags, "passed")})
         lab = LabResult("04_tiled_matmul", "Tiled", 0.0, 30.0)
         unmeasured = "Not measured: test."
-        with mock.patch.object(measurements, "memory_safety", measured(
-                "sanitizer", measurements.SanitizerRuns(unmeasured=unmeasured))), \
-                mock.patch.object(measurements, "performance", measured(
-                    "bench", measurements.BenchRuns(unmeasured=unmeasured))), \
-                mock.patch.object(measurements, "metric", measured(
-                    "profiler", measurements.MetricRun(unmeasured=unmeasured))):
+        with mock.patch.object(sanitizer, "memory_safety", measured(
+                "sanitizer", sanitizer.SanitizerRuns(unmeasured=unmeasured))), \
+                mock.patch.object(bench, "performance", measured(
+                    "bench", bench.BenchRuns(unmeasured=unmeasured))), \
+                mock.patch.object(profiler, "metric", measured(
+                    "profiler", profiler.MetricRun(unmeasured=unmeasured))):
             stage.run(job, place, tested, set(), lab)
         self.assertEqual(log, ["enter sanitizer", "sanitizer", "leave sanitizer",
                                "enter bench", "bench", "leave bench",
@@ -431,11 +433,11 @@ if {how!r} == "twice":
 class AlteredBenchDocumentTest(unittest.TestCase):
     def test_only_one_document_is_believed(self):
         doc = json.dumps(load("verified.json"))
-        self.assertEqual(measurements.bench_document_problem(doc + "\n"), "")
+        self.assertEqual(bench.bench_document_problem(doc + "\n"), "")
         for text in (doc + doc, doc + " x", doc[:-1] + ', "speedup": {"median": 9}}x', "[1"):
-            self.assertEqual(measurements.bench_document_problem(text), measurements.BENCH_ALTERED)
+            self.assertEqual(bench.bench_document_problem(text), bench.BENCH_ALTERED)
 
-    def run_fake(self, how: str) -> measurements.BenchRuns:
+    def run_fake(self, how: str) -> bench.BenchRuns:
         with tempfile.TemporaryDirectory() as tmp:
             tmp = Path(tmp)
             docs = {"lab04_bench_student": load("verified.json"),
@@ -451,11 +453,11 @@ class AlteredBenchDocumentTest(unittest.TestCase):
                 binaries[name.replace("lab04_", "")] = binary
             run_dir = tmp / "run"
             run_dir.mkdir()
-            ctx = measurements.Context(run_dir=run_dir, env=dict(os.environ), identity=None,
-                                       seed=7, timeout=60, binary=binaries.get)
+            ctx = Context(run_dir=run_dir, env=dict(os.environ), identity=None,
+                          seed=7, timeout=60, binary=binaries.get)
             perf = Performance(points=20, bench_args=["--n", "4096"], comparison="tiled",
                                requires=[])
-            runs = measurements.performance(perf, ctx)
+            runs = bench.performance(perf, ctx)
             self.assertEqual(list(run_dir.iterdir()), [])
         return runs
 
@@ -467,7 +469,7 @@ class AlteredBenchDocumentTest(unittest.TestCase):
 
     def test_a_document_written_twice_scores_nothing_and_is_flagged(self):
         runs = self.run_fake("twice")
-        self.assertIn(measurements.BENCH_ALTERED, runs.altered)
+        self.assertIn(bench.BENCH_ALTERED, runs.altered)
         part = scoring.performance_part(Performance(points=20, bench_args=[], requires=[],
                                                     comparison="tiled"), runs, set())
         self.assertEqual(part.points, 0.0)

@@ -4,7 +4,7 @@ simulated: no GPU, no ncu)."""
 
 import unittest
 
-from grader import measurements
+from grader.measure import profiler
 from grader.paths import ROOT, LabPaths
 from grader.rubric import load_rubric
 from grader.tests.test_metrics import DATA, FakeNcu, included, profiled
@@ -20,7 +20,7 @@ class ProfilerPassTest(unittest.TestCase):
     def run_pass(self, fake: FakeNcu):
         entries = load_rubric(LAB06).metrics
         with profiled(fake) as ctx:
-            return entries, measurements.metrics(entries, ctx)
+            return entries, profiler.metrics(entries, ctx)
 
     def test_one_ncu_run_per_lab_with_every_metric(self):
         text = (DATA / "ncu_textbook_padded.csv").read_text()
@@ -30,7 +30,7 @@ class ProfilerPassTest(unittest.TestCase):
         ncu_runs = [c for c in fake.commands if "--metrics" in c]
         # lab 06: five entries, one bench argument set, both calls in one run
         self.assertEqual(len(ncu_runs), 1, [" ".join(c) for c in ncu_runs])
-        wanted = {n for e in entries for n in measurements.metric_names(e)}
+        wanted = {n for e in entries for n in profiler.metric_names(e)}
         self.assertEqual(set(metrics_of(ncu_runs[0])), wanted)
         self.assertEqual(len(metrics_of(ncu_runs[0])), len(set(metrics_of(ncu_runs[0]))))
         self.assertEqual(included(ncu_runs[0]), "cml:candidate/ cml:baseline/")
@@ -44,7 +44,7 @@ class ProfilerPassTest(unittest.TestCase):
             with self.subTest(lab=folder):
                 number, topic = folder.split("_", 1)
                 entries = load_rubric(LabPaths(folder, number, topic, ROOT)).metrics
-                self.assertLessEqual(len({measurements._Pass.group(e) for e in entries}), 1)
+                self.assertLessEqual(len({profiler._Pass.group(e) for e in entries}), 1)
 
     def test_each_entry_reads_its_own_metric_from_the_shared_report(self):
         text = (DATA / "ncu_textbook_padded.csv").read_text()
@@ -52,7 +52,7 @@ class ProfilerPassTest(unittest.TestCase):
         entries, shared = self.run_pass(fake)
         for entry, got in zip(entries, shared):
             with profiled(FakeNcu({"cml:candidate/": text, "cml:baseline/": text})) as ctx:
-                single = measurements.metric(entry, ctx)
+                single = profiler.metric(entry, ctx)
             self.assertEqual((got.value, got.problem, got.unmeasured),
                              (single.value, single.problem, single.unmeasured), entry.name)
 
@@ -70,13 +70,13 @@ class ProfilerPassTest(unittest.TestCase):
                     log = cmd[cmd.index("--log-file") + 1]
                     with open(log, "w") as f:
                         f.write(f"==ERROR== Failed to find metric {missing}\n")
-                    return measurements.sandbox.Outcome(cmd, 1, False, 0.5, "")
+                    return profiler.sandbox.Outcome(cmd, 1, False, 0.5, "")
                 return super().__call__(cmd, **kw)
 
         entries, runs = self.run_pass(LacksOne({"cml:candidate/": text, "cml:baseline/": text}))
         for entry, run in zip(entries, runs):
             with self.subTest(entry=entry.name):
-                if missing in measurements.metric_names(entry):
+                if missing in profiler.metric_names(entry):
                     self.assertIn("cannot measure", run.unmeasured)
                 else:
                     self.assertEqual(run.unmeasured, "")

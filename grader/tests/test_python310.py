@@ -28,7 +28,7 @@ from .test_integrations import FILE, HOST_POINTS, LAB, RUN_AUTOGRADER, check_gra
 # The unit tests run again on 3.10: the rubric and TOML reader, the scoring rules, every
 # export, the static checks (they compile and read objects) and the student copy.
 UNIT_MODULES = ("test_rubric", "test_scoring", "test_exports", "test_static_checks",
-                "test_student_copy", "test_deadlines", "test_parsers", "test_catch_spec",
+                "test_student_copy", "test_deadlines", "test_readers", "test_catch_spec",
                 "test_html", "test_cli")
 # Where Debian's and Ubuntu's python3-tomli puts the package (pure Python, any 3.x reads it).
 DISTRIBUTION_TOMLI = Path("/usr/lib/python3/dist-packages/tomli")

@@ -3,7 +3,7 @@
 import math
 import unittest
 
-from grader.parsers import SanitizerSummary
+from grader.measure.sanitizer import SanitizerSummary
 from grader.result import (GRADED, NOT_GRADED, NOT_MEASURED, REVIEW, GradeResult, LabResult,
                            PartResult)
 from grader.scoring import (grade_totals, group_points, lab_totals, leave_out_unmeasured,

@@ -11,6 +11,8 @@ from grader.paths import find_lab
 from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import RubricError, load_rubric, parse_rubric
 from grader.scoring import fraction_points
+from grader.measure.benchdoc import (Document, LaunchStats, Limits, PairTiming, SampleStats,
+                                     Side, Verification, Work)
 
 
 class FractionPointsTest(unittest.TestCase):
@@ -101,15 +103,16 @@ class StretchPartTest(unittest.TestCase):
 
     def _part(self, comp=None, failed="", full=("Bonus",), sanitizer_clean=True,
               not_timed=None, **runs_kw):
-        from grader.measurements import BenchRuns, SanitizerRuns
-        from grader.parsers import SanitizerSummary
+        from grader.measure.bench import BenchRuns
+        from grader.measure.sanitizer import SanitizerRuns
+        from grader.measure.sanitizer import SanitizerSummary
         from grader.rubric import Stretch
         from grader.scoring import stretch_part
         stretch = Stretch(points=6, comparison="register_tiled", requires=["Bonus"],
                           target_fraction=0.6, floor_fraction=0.2,
                           sanitizer_tests="[s]", bonus=True)
         doc = None if comp is None and not_timed is None else \
-            {"comparisons": [comp] if comp else [], "not_timed": not_timed or {}}
+            Document(comparisons=(comp,) if comp else (), not_timed=not_timed or {})
         runs = BenchRuns(failed=failed, student_doc=doc, **runs_kw)
         summary = mock.Mock(spec=SanitizerSummary)
         san = SanitizerRuns(summaries=[summary])
@@ -119,10 +122,10 @@ class StretchPartTest(unittest.TestCase):
 
     @staticmethod
     def _comp(fraction, ms=None):
-        return {"name": "register_tiled", "speedup": {"median": fraction},
-                "candidate": {"verification": {"checked": True, "passed": True},
-                              "launches": {"min": 1, "max": 1}, "ms": {"median": ms},
-                              "flop": 137438953472.0, "bytes": 201326592}}
+        return PairTiming("register_tiled", Side(), Side(
+            ms=SampleStats(None, median=ms), work=Work(137438953472.0, 201326592),
+            verification=Verification(checked=True, passed=True),
+            launches=LaunchStats(min=1, max=1)), SampleStats(None, median=fraction))
 
     def test_an_altered_document_is_flagged(self):
         part = self._part(self._comp(0.78), altered="the bench document's figures disagree "
@@ -133,8 +136,8 @@ class StretchPartTest(unittest.TestCase):
         self.assertEqual(part.details["disagreements"], ["x"])
 
     def test_a_time_below_the_physical_floor_is_flagged(self):
-        limits = {"copy_gbytes_per_s": 3000.0, "fp32_gflops": 60000.0}
-        reference = {"limits": limits, "comparisons": [self._comp(0.8, ms=3.4)]}
+        reference = Document(comparisons=(self._comp(0.8, ms=3.4),),
+                             limits=Limits(copy_gbytes_per_s=3000.0, fp32_gflops=60000.0))
         part = self._part(self._comp(1.4, ms=1.9), reference_doc=reference)
         self.assertEqual((part.status, part.points), (REVIEW, 0.0))
         self.assertIn("1.90 ms is below the 2.29 ms the GPU needs", part.reason)

@@ -1,4 +1,4 @@
-"""The speed-of-light line: benchdoc.speed_of_light on hand-made bench documents (a
+"""The speed-of-light line: floor.speed_of_light on hand-made bench documents (a
 bytes-bound and a flop-bound comparison, no limits, no reference, no work), the record kept
 in result.json, and the line the terminal table, the Markdown summary and the HTML report
 print from it. A figure beside the score: it never changes a part's points."""
@@ -9,14 +9,34 @@ import json
 import unittest
 import xml.etree.ElementTree as ET
 
-from grader import benchdoc
-from grader.benchdoc import SpeedOfLight
+from grader.measure import floor, samples
+from grader.measure.benchdoc import Document, Limits, Work, read_document
+from grader.measure.floor import SpeedOfLight
 from grader.exports.common import part_speed_of_light, score_items, speed_of_light
 from grader.exports.html import to_html
 from grader.exports.junit import to_junit
 from grader.exports.markdown import to_markdown
 from grader.exports.table import terminal_table
 from grader.result import GradeResult, LabResult, PartResult
+
+
+def read(doc: dict | None) -> Document | None:
+    return read_document(doc) if doc is not None else None
+
+
+def recompute(doc: dict) -> tuple[dict, list[str]]:
+    """samples.recompute on the records of `doc`, back as JSON."""
+    fresh, problems = samples.recompute(read_document(doc))
+    return fresh.to_dict(), problems
+
+
+def sample_stats(values: list[float]) -> dict:
+    return samples.sample_stats(values).to_dict()
+
+
+def sol_of(name: str, student: dict | None, reference: dict | None):
+    return floor.speed_of_light(name, read(student), read(reference))
+
 
 LIMITS = {"copy_gbytes_per_s": 2810.0, "fp32_gflops": 66900.0,
           "copy_method": "device-to-device copy kernel, 1 GiB",
@@ -27,16 +47,16 @@ def bench(name: str, candidate_ms: list[float], work: dict, limits: dict | None 
           baseline_ms: float = 4.0) -> dict:
     """A bench document of one comparison as the harness writes it: interleaved pairs of a
     baseline at `baseline_ms` and the candidate's samples, every summary restated from them
-    (benchdoc.recompute), the work on both sides."""
+    (samples.recompute), the work on both sides."""
     base = [baseline_ms] * len(candidate_ms)
     doc = {"schema": "cml-bench/2", "lab": "lab00", "comparisons": [{
         "name": name,
-        "baseline": {"name": "baseline", "ms": {"samples": base}, **work},
-        "candidate": {"name": "candidate", "ms": {"samples": list(candidate_ms)}, **work},
-        "speedup": {"samples": benchdoc.pair_ratios(base, candidate_ms)}}]}
+        "baseline": {"name": "baseline", "ms": sample_stats(base), **work},
+        "candidate": {"name": "candidate", "ms": sample_stats(list(candidate_ms)), **work},
+        "speedup": sample_stats(samples.pair_ratios(base, candidate_ms))}]}
     if limits is not None:
         doc["limits"] = dict(limits)
-    fresh, problems = benchdoc.recompute(doc)
+    fresh, problems = recompute(doc)
     assert problems == [], problems
     return fresh
 
@@ -50,7 +70,7 @@ GEMM_WORK = {"bytes": 3 * 4 * 4096 * 4096, "flop": 2 * 4096 ** 3}
 class RecordTest(unittest.TestCase):
     def test_a_bytes_bound_comparison_is_held_to_the_copy_bandwidth(self):
         # 2 GiB in 0.93 ms is 2.31 TB/s; the reference's 0.84 ms is 2.56 TB/s.
-        sol = benchdoc.speed_of_light("copy", bench("copy", [0.95, 0.93, 0.92], COPY_WORK),
+        sol = sol_of("copy", bench("copy", [0.95, 0.93, 0.92], COPY_WORK),
                                       bench("copy", [0.84, 0.85, 0.83], COPY_WORK))
         self.assertEqual((sol.bound, sol.unit, sol.limit), ("bytes", "GB/s", 2810.0))
         self.assertEqual(sol.work, 2 * 2 ** 30)
@@ -65,7 +85,7 @@ class RecordTest(unittest.TestCase):
 
     def test_a_flop_bound_comparison_is_held_to_the_fp32_peak(self):
         # 137 GFLOP in 14.6 ms is 9.41 TFLOP/s; the reference's 12.8 ms is 10.7 TFLOP/s.
-        sol = benchdoc.speed_of_light("tiled", bench("tiled", [14.6, 14.7, 14.5], GEMM_WORK),
+        sol = sol_of("tiled", bench("tiled", [14.6, 14.7, 14.5], GEMM_WORK),
                                       bench("tiled", [12.8, 12.9, 12.7], GEMM_WORK))
         self.assertEqual((sol.bound, sol.unit, sol.limit), ("flop", "GFLOP/s", 66900.0))
         self.assertAlmostEqual(sol.student_rate, 2 * 4096 ** 3 / 14.6e-3 / 1e9)
@@ -77,9 +97,10 @@ class RecordTest(unittest.TestCase):
         # The same work where FP32 runs at 100 GFLOP/s: its 268 MFLOP need 2.7 ms, its bytes
         # 0.76 ms, so the flop bind it.
         slow = {"copy_gbytes_per_s": 2810.0, "fp32_gflops": 100.0}
-        sol = benchdoc.speed_of_light("copy", bench("copy", [5.0], COPY_WORK, slow), None)
-        floor = benchdoc.physical_floor(COPY_WORK, slow)
-        self.assertEqual(sol.bound, floor["bound"])
+        sol = sol_of("copy", bench("copy", [5.0], COPY_WORK, slow), None)
+        bound = floor.physical_floor(Work(COPY_WORK["flop"], COPY_WORK["bytes"]),
+                                     Limits(slow["copy_gbytes_per_s"], slow["fp32_gflops"]))
+        self.assertEqual(sol.bound, bound["bound"])
         self.assertEqual(sol.bound, "flop")
         self.assertAlmostEqual(sol.student_rate, 2 ** 28 / 5.0e-3 / 1e9)
 
@@ -87,13 +108,13 @@ class RecordTest(unittest.TestCase):
         # A student's document that claims a slower GPU and less work changes nothing.
         student = bench("copy", [0.93], {"bytes": 2 ** 20, "flop": 0},
                         {"copy_gbytes_per_s": 10.0, "fp32_gflops": 10.0})
-        sol = benchdoc.speed_of_light("copy", student, bench("copy", [0.84], COPY_WORK))
+        sol = sol_of("copy", student, bench("copy", [0.84], COPY_WORK))
         self.assertEqual((sol.limit, sol.work, sol.limits_from), (2810.0, 2 * 2 ** 30,
                                                                   "reference"))
         self.assertAlmostEqual(sol.student_fraction, 2 * 2 ** 30 / 0.93e-3 / 1e9 / 2810.0)
 
     def test_without_a_reference_the_students_limits_are_used(self):
-        sol = benchdoc.speed_of_light("copy", bench("copy", [0.93], COPY_WORK), None)
+        sol = sol_of("copy", bench("copy", [0.93], COPY_WORK), None)
         self.assertEqual((sol.limits_from, sol.limit), ("student", 2810.0))
         self.assertIsNone(sol.reference_rate)
         self.assertIsNone(sol.reference_fraction)
@@ -101,38 +122,38 @@ class RecordTest(unittest.TestCase):
                                      "GPU's measured copy bandwidth (2.81 TB/s).")
         # A reference run without the comparison: its limits still, the student's work.
         other = bench("other", [1.0], COPY_WORK, {"copy_gbytes_per_s": 2000.0})
-        sol = benchdoc.speed_of_light("copy", bench("copy", [0.93], COPY_WORK), other)
+        sol = sol_of("copy", bench("copy", [0.93], COPY_WORK), other)
         self.assertEqual((sol.limits_from, sol.limit, sol.bound), ("reference", 2000.0, "bytes"))
         self.assertIsNone(sol.reference_fraction)
 
     def test_no_limits_no_work_or_no_time_give_no_record(self):
         no_limits = bench("copy", [0.93], COPY_WORK, limits=None)
-        self.assertIsNone(benchdoc.speed_of_light("copy", no_limits,
+        self.assertIsNone(sol_of("copy", no_limits,
                                                   bench("copy", [0.84], COPY_WORK, None)))
-        self.assertIsNone(benchdoc.speed_of_light("copy", bench("copy", [0.9], {}), None))
-        self.assertIsNone(benchdoc.speed_of_light("copy", bench("copy", [0.9], {"bytes": 0}),
+        self.assertIsNone(sol_of("copy", bench("copy", [0.9], {}), None))
+        self.assertIsNone(sol_of("copy", bench("copy", [0.9], {"bytes": 0}),
                                                   None))
         # Bytes with only an FP32 rate measured: no limit bounds the work.
-        self.assertIsNone(benchdoc.speed_of_light(
+        self.assertIsNone(sol_of(
             "copy", bench("copy", [0.9], {"bytes": 1e9}, {"fp32_gflops": 1e4}), None))
-        self.assertIsNone(benchdoc.speed_of_light("copy", None, bench("copy", [0.84], COPY_WORK)))
-        self.assertIsNone(benchdoc.speed_of_light("other", bench("copy", [0.9], COPY_WORK), None))
+        self.assertIsNone(sol_of("copy", None, bench("copy", [0.84], COPY_WORK)))
+        self.assertIsNone(sol_of("other", bench("copy", [0.9], COPY_WORK), None))
         zero = bench("copy", [0.0, 0.0], COPY_WORK)
-        self.assertIsNone(benchdoc.speed_of_light("copy", zero, None))
+        self.assertIsNone(sol_of("copy", zero, None))
 
     def test_units_and_percentages_read_well(self):
-        self.assertEqual(benchdoc.rate_text(812.4, "bytes"), "812 GB/s")
-        self.assertEqual(benchdoc.rate_text(999.97, "bytes"), "1.00 TB/s")
-        self.assertEqual(benchdoc.rate_text(2312.0, "bytes"), "2.31 TB/s")
-        self.assertEqual(benchdoc.rate_text(48.25, "bytes"), "48.2 GB/s")
-        self.assertEqual(benchdoc.rate_text(640.0, "flop"), "640 GFLOP/s")
-        self.assertEqual(benchdoc.rate_text(66900.0, "flop"), "66.9 TFLOP/s")
-        self.assertEqual(benchdoc.percent_text(0.8249), "82 %")
-        self.assertEqual(benchdoc.percent_text(0.005), "0 %")
-        self.assertEqual(benchdoc.percent_text(1.126), "113 %")
+        self.assertEqual(floor.rate_text(812.4, "bytes"), "812 GB/s")
+        self.assertEqual(floor.rate_text(999.97, "bytes"), "1.00 TB/s")
+        self.assertEqual(floor.rate_text(2312.0, "bytes"), "2.31 TB/s")
+        self.assertEqual(floor.rate_text(48.25, "bytes"), "48.2 GB/s")
+        self.assertEqual(floor.rate_text(640.0, "flop"), "640 GFLOP/s")
+        self.assertEqual(floor.rate_text(66900.0, "flop"), "66.9 TFLOP/s")
+        self.assertEqual(floor.percent_text(0.8249), "82 %")
+        self.assertEqual(floor.percent_text(0.005), "0 %")
+        self.assertEqual(floor.percent_text(1.126), "113 %")
 
     def test_the_record_round_trips_through_result_json(self):
-        sol = benchdoc.speed_of_light("copy", bench("copy", [0.93], COPY_WORK),
+        sol = sol_of("copy", bench("copy", [0.93], COPY_WORK),
                                       bench("copy", [0.84], COPY_WORK))
         data = json.loads(json.dumps(sol.to_dict()))
         self.assertEqual(data["unit"], "GB/s")
@@ -192,7 +213,7 @@ def without_timing() -> list[PartResult]:
             PartResult("performance", "Performance", "graded", 0.0, 20.0,
                        "No speed points: your bench did not finish (exit 1)."),
             PartResult("performance", "Performance", "review", 0.0, 20.0,
-                       f"Flagged for review: {benchdoc.ALTERED}.", {"disagreements": ["x"]}),
+                       f"Flagged for review: {samples.ALTERED}.", {"disagreements": ["x"]}),
             PartResult("performance", "Performance", "graded", 20.0, 20.0, "",
                        {"speed_of_light": {"bound": "bytes", "limit": "fast"}})]
 

@@ -316,7 +316,7 @@ class StageOrderTest(unittest.TestCase):
                 mock.patch.multiple(lab_stage.static, check=record("static", (part, violations))), \
                 mock.patch.multiple(lab_stage.tests, prepare=record("tests.prepare", (None, [])),
                                     run=record("tests.run", tested)), \
-                mock.patch.multiple(lab_stage.measure, run=record("measure.run")), \
+                mock.patch.multiple(lab_stage.gpu_parts, run=record("gpu_parts.run")), \
                 mock.patch.multiple(lab_stage.scoring, correctness=record("score", scored),
                                     finish_unfinished=record("finish"),
                                     not_graded_parts=record("not_graded", [])):
@@ -329,13 +329,13 @@ class StageOrderTest(unittest.TestCase):
 
         calls, result = self.grade([sc.Violation("reference", "fopen", "s.cu:3", "no files")])
         self.assertEqual(calls[:3], ["build.reference", "build.student", "static"])
-        self.assertFalse([c for c in calls if c.startswith(("tests.", "measure."))], calls)
+        self.assertFalse([c for c in calls if c.startswith(("tests.", "gpu_parts."))], calls)
         self.assertEqual(result.failure, STATIC_VIOLATION)
 
     def test_the_checks_come_before_the_tests_and_the_gpu_stages(self):
         calls, result = self.grade([])
         self.assertLess(calls.index("static"), calls.index("tests.run"))
-        self.assertLess(calls.index("tests.run"), calls.index("measure.run"))
+        self.assertLess(calls.index("tests.run"), calls.index("gpu_parts.run"))
         self.assertIsNone(result.failure)
 
 

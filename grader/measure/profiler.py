@@ -1,156 +1,238 @@
-"""The GPU measurements of a lab: memory safety (compute-sanitizer), profiler metrics (ncu)
-and speed (the bench, student and reference). Each returns a typed measurement; the points
-are given by grader/scoring.py. A tool that is missing or refuses to run leaves the
-measurement's `unmeasured` reason set ("not measured": no points either way).
-(docs/architecture.md, "Stages and the data they pass")
-"""
+"""Profiler metrics as Nsight Compute (ncu) measures them: the command of one profiling run,
+its CSV log read into launches (rows), the lab's one profiler pass over every [[metrics]]
+entry, and each entry's value judged kernel by kernel (MetricRun), scored by
+scoring.metric_part.
+
+ncu's log holds only ncu's lines (the profiled program writes elsewhere); values stay the
+strings ncu wrote until read with `ncu_number`, in base units."""
 
 from __future__ import annotations
 
-import functools
-import json
+import csv
+import io
 import math
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from . import benchdoc, parallel, parsers, sandbox, seccomp
-from .result import Timing
-from .rubric import MemorySafety, Metric, Performance
-from .tools import find_tool
+from .. import sandbox, seccomp
+from ..rubric import Metric
+from ..tools import find_tool
+from . import REFUSED_RE, Context
+from .bench import run_bench
 
-SANITIZER_OPTIONS = {
-    "memcheck": ["--tool", "memcheck", "--padding", "32"],
-    "racecheck": ["--tool", "racecheck"],
-    "synccheck": ["--tool", "synccheck"],
-    "initcheck": ["--tool", "initcheck"],
+# --- reading its CSV -----------------------------------------------------------------------
+
+_KERNEL_COLUMNS = ("Kernel Name", "Function Name", "Demangled Name", "Name")
+UNITS_KEY = "_units"  # each row's column -> unit map (shared by the rows of one table)
+_SCALE = {
+    # unit -> (base unit, factor)
+    "byte": ("byte", 1.0), "Kbyte": ("byte", 1e3), "Mbyte": ("byte", 1e6),
+    "Gbyte": ("byte", 1e9), "Tbyte": ("byte", 1e12),
+    "KB": ("byte", 1e3), "MB": ("byte", 1e6), "GB": ("byte", 1e9),
+    "byte/second": ("byte/second", 1.0), "Kbyte/second": ("byte/second", 1e3),
+    "Mbyte/second": ("byte/second", 1e6), "Gbyte/second": ("byte/second", 1e9),
+    "Tbyte/second": ("byte/second", 1e12),
+    "B/s": ("byte/second", 1.0), "KB/s": ("byte/second", 1e3), "MB/s": ("byte/second", 1e6),
+    "GB/s": ("byte/second", 1e9), "TB/s": ("byte/second", 1e12),
+    "nsecond": ("nsecond", 1.0), "usecond": ("nsecond", 1e3), "msecond": ("nsecond", 1e6),
+    "second": ("nsecond", 1e9), "ns": ("nsecond", 1.0), "us": ("nsecond", 1e3),
+    "ms": ("nsecond", 1e6), "s": ("nsecond", 1e9),
+    "hz": ("hz", 1.0), "Khz": ("hz", 1e3), "Mhz": ("hz", 1e6), "Ghz": ("hz", 1e9),
+    "Hz": ("hz", 1.0), "KHz": ("hz", 1e3), "MHz": ("hz", 1e6), "GHz": ("hz", 1e9),
+    "cycle/nsecond": ("cycle/nsecond", 1.0), "cycle/usecond": ("cycle/nsecond", 1e-3),
 }
-REFUSED_RE = re.compile(r"ERR_NVGPUCTRPERM|permission|not supported on this|"
-                        r"Insufficient privilege|not allowed", re.IGNORECASE)
+_COUNT_PREFIX = re.compile(r"^([KMG])(inst|cycle|request|sector|warp|thread|block|byte)s?$")
+
+
+class NcuError(ValueError):
+    """ncu output that holds no table of results."""
+
+
+def _csv_rows(lines: list[str]) -> list[list[str]]:
+    return list(csv.reader(io.StringIO("\n".join(lines))))
+
+
+def parse_ncu_csv(text: str) -> list[dict[str, Any]]:
+    """The rows of `ncu --csv` output (raw or details page), one dict per CSV row.
+
+    Lines before the header (ncu's "==PROF==" messages, the program's own output) are
+    skipped. Values stay strings as ncu wrote them (use `ncu_number` to read one); a units
+    row right under the header (raw page, or --print-units) is not a row: each row carries
+    the column -> unit map under the key "_units". Raises NcuError when no table is found."""
+    lines = text.splitlines()
+    header_at = None
+    for i, line in enumerate(lines):
+        s = line.lstrip()
+        if s.startswith('"ID"') or s.startswith("ID,"):
+            header_at = i
+            break
+    if header_at is None:
+        problem = next((ln.strip() for ln in lines if "==ERROR==" in ln or "==WARNING==" in ln),
+                       "")
+        raise NcuError("no ncu CSV table in the output (expected a header row starting with "
+                       "\"ID\")" + (f"; ncu said: {problem}" if problem else ""))
+    table = [ln for ln in lines[header_at:] if ln.strip() and not ln.startswith("==")]
+    rows = _csv_rows(table)
+    header = rows[0]
+    units: dict[str, str] = {}
+    body = rows[1:]
+    if body and _is_units_row(header, body[0]):
+        units = {h: u for h, u in zip(header, body[0]) if u}
+        body = body[1:]
+    out = []
+    for raw in body:
+        if len(raw) != len(header):
+            continue  # a line of program output that happens to contain commas
+        row: dict[str, Any] = dict(zip(header, raw))
+        row[UNITS_KEY] = units
+        out.append(row)
+    return out
+
+
+def _is_units_row(header: list[str], row: list[str]) -> bool:
+    if len(row) != len(header) or not header:
+        return False
+    first = row[0].strip()
+    if first and not first.isalpha():  # an ID (a number) means it is data
+        return False
+    return not any(row[i].strip() for i, h in enumerate(header) if h in _KERNEL_COLUMNS)
+
+
+def ncu_number(text: str, unit: str = "") -> float | None:
+    """A value as ncu prints it ("1,234,567", "85.31", "n/a") in base units (bytes,
+    nanoseconds, hertz, ...); None when it is not a number."""
+    s = str(text).strip().replace(",", "").replace("\u202f", "").replace(" ", "")
+    if s.startswith("(!)"):
+        s = s[3:]
+    try:
+        value = float(s)
+    except ValueError:
+        return None
+    unit = (unit or "").strip()
+    if unit in _SCALE:
+        value *= _SCALE[unit][1]
+    else:
+        m = _COUNT_PREFIX.match(unit)
+        if m:
+            value *= {"K": 1e3, "M": 1e6, "G": 1e9}[m.group(1)]
+    return value
+
+
+def _kernel_name(row: dict[str, Any]) -> str:
+    for col in _KERNEL_COLUMNS:
+        if col in row and row[col]:
+            return str(row[col])
+    return ""
+
+
+def _row_value(row: dict[str, Any], metric: str) -> float | None:
+    """`metric` of one launch in base units; None when the row does not hold it as a number.
+    A raw-page row has one column per metric; a details-page row holds one metric
+    ("Metric Name", "Metric Unit", "Metric Value")."""
+    if "Metric Name" in row and "Metric Value" in row:
+        if row["Metric Name"] != metric:
+            return None
+        return ncu_number(row["Metric Value"], row.get("Metric Unit", ""))
+    if metric in row:
+        return ncu_number(row[metric], row.get(UNITS_KEY, {}).get(metric, ""))
+    return None
+
+
+def ncu_metric(rows: list[dict[str, Any]], metric: str, kernel_regex: str) -> list[float]:
+    """The values of `metric` for every launch whose kernel name matches `kernel_regex`
+    (re.search; an empty regex matches all), in launch order, in base units.
+
+    Works on the raw page (one column per metric) and on the details page (one row per
+    metric: "Metric Name", "Metric Unit", "Metric Value"). Launches where the value is
+    missing or not a number are left out."""
+    pattern = re.compile(kernel_regex or "")
+    values = []
+    for row in rows:
+        if not pattern.search(_kernel_name(row)):
+            continue
+        value = _row_value(row, metric)
+        if value is not None:
+            values.append(value)
+    return values
+
+
+def ncu_kernels(rows: list[dict[str, Any]]) -> list[str]:
+    """The distinct kernel names in the rows, in order (for "no kernel matched" messages)."""
+    seen: list[str] = []
+    for row in rows:
+        name = _kernel_name(row)
+        if name and name not in seen:
+            seen.append(name)
+    return seen
+
+
+NCU_DURATION = "gpu__time_duration.sum"  # the weight of a launch in a non-additive metric
+
+
+def ncu_by_kernel(rows: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The launches grouped by kernel name: (name, its launches) in the order of each
+    kernel's first launch."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(_kernel_name(row), []).append(row)
+    return list(groups.items())
+
+
+def ncu_duration(rows: list[dict[str, Any]]) -> float | None:
+    """The launches' summed duration (ns); None unless every launch has one above 0."""
+    times = [_row_value(row, NCU_DURATION) for row in rows]
+    if not times or any(t is None or t <= 0 for t in times):
+        return None
+    return sum(t for t in times if t is not None)
 
 
 @dataclass
-class Context:
-    """What a measurement needs to run the student's binaries."""
+class NcuLog:
+    """What one profiling run wrote to its --log-file: the raw page (one row per profiled
+    launch) and ncu's own error and warning lines. The profiled program's output is not
+    in it (it goes to the program's standard output), so nothing here is the student's."""
 
-    run_dir: Path  # the grader's folder; each process gets a new one of its own in it
-    env: dict[str, str]
-    identity: sandbox.Identity | None
-    seed: int
-    timeout: float
-    binary: Callable[[str], Path | None]  # "tests_student" -> path, None if not built
-    jail: sandbox.Jail | None = None  # where the student's binaries run (grader/sandbox.py)
-    # time.monotonic() after which no more GPU work of this lab may start: one submission
-    # can never hold the GPU (and a batch's GPU lock) past the lab's GPU time limit
-    deadline: float = math.inf
-    # False where the checkout has no reference solution (a student copy): the speed part
-    # times the student's bench alone, for feedback (student_only).
-    has_reference: bool = True
-
-    def limit(self, seconds: float) -> float:
-        """A stage's time limit, cut to what is left of the lab's GPU time (at least 1 s, so
-        a run that starts after the deadline ends at once as timed out)."""
-        return max(1.0, min(seconds, self.deadline - time.monotonic()))
+    rows: list[dict[str, Any]]
+    errors: list[str]  # "==ERROR==" lines, prefix removed
+    warnings: list[str]  # "==WARNING==" lines, prefix removed
 
 
-@dataclass
-class SanitizerRuns:
-    """Memory safety as measured: one summary per compute-sanitizer tool (its runs of every
-    binary with cases in [memory_safety].tests merged), or why nothing was measured."""
-
-    summaries: list[parsers.SanitizerSummary] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)
-    unmeasured: str = ""  # the reason, when the part is "not measured"
-
-
-def memory_safety(ms: MemorySafety, ctx: Context,
-                  case_binaries: list[tuple[str, str]]) -> SanitizerRuns:
-    """Each tool runs every binary that has cases in [memory_safety].tests. The runs do not
-    time anything, so they run at the same time (grader/parallel.py); each has its own log
-    and report, named before any starts, and they are read in the order tool by tool,
-    binary by binary, as if run one after another."""
-    sanitizer = find_tool("compute-sanitizer")
-    if not sanitizer:
-        return SanitizerRuns(unmeasured="Not measured: compute-sanitizer is not installed "
-                             "here, so memory safety earns no points either way.")
-    runs = SanitizerRuns(details={"tests": ms.tests})
-    planned = [_sanitizer_run(sanitizer, tool, kind, spec, binary, ctx)
-               for tool in ms.tools for kind, spec in case_binaries
-               if (binary := ctx.binary(kind)) is not None]
-    outcomes = parallel.run_all([functools.partial(_run_sanitizer, p, ctx) for p in planned])
-    for tool in ms.tools:
-        combined: parsers.SanitizerSummary | None = None
-        for one, (out, text) in zip(planned, outcomes):
-            if one.tool != tool:
-                continue
-            if not text.strip() and REFUSED_RE.search(out.output_tail):
-                return SanitizerRuns(unmeasured="Not measured: compute-sanitizer refused to "
-                                     f"run here ({_first(out.output_tail)}); no points "
-                                     "either way.")
-            summary = parsers.parse_sanitizer_output(text, tool)
-            if out.timed_out or (out.signal and summary.complete):
-                summary.complete = False
-                summary.ok = False
-            combined = summary if combined is None else _merge(combined, summary)
-            runs.details[f"{tool}:{one.kind}"] = out.describe()
-        if combined is not None:
-            runs.summaries.append(combined)
-    if not runs.summaries:
-        runs.unmeasured = "Not measured: no test binary with the sanitizer cases was built."
-    return runs
+def parse_ncu_log(text: str) -> NcuLog:
+    """The launches and messages of `ncu --csv --page raw --log-file FILE` output. A run in
+    which no kernel was profiled (ncu warns "No kernels were profiled" and prints no table)
+    has no rows; that is a result, not an error."""
+    errors = [ln.split("==ERROR==", 1)[1].strip() for ln in text.splitlines()
+              if ln.lstrip().startswith("==ERROR==")]
+    warnings = [ln.split("==WARNING==", 1)[1].strip() for ln in text.splitlines()
+                if ln.lstrip().startswith("==WARNING==")]
+    try:
+        rows = parse_ncu_csv(text)
+    except NcuError:
+        rows = []
+    return NcuLog(rows, errors, warnings)
 
 
-@dataclass
-class _SanitizerRun:
-    """One compute-sanitizer invocation: a tool on one binary."""
-
-    tool: str
-    kind: str
-    sanitizer: str
-    binary: Path
-    spec: str
-
-    def command(self, log: str, report: str, seed: int) -> list[str]:
-        """Its command line, the tool's log written to `log`, the tests' report to `report`."""
-        return [self.sanitizer, *SANITIZER_OPTIONS.get(self.tool, ["--tool", self.tool]),
-                "--error-exitcode", "99", "--log-file", log, str(self.binary), self.spec,
-                "-r", "xml", "-o", report, "--rng-seed", str(seed)]
-
-
-def _sanitizer_run(sanitizer: str, tool: str, kind: str, spec: str, binary: Path,
-                   ctx: Context) -> _SanitizerRun:
-    return _SanitizerRun(tool, kind, sanitizer, binary, spec)
+def ncu_aggregate(rows: list[dict[str, Any]], metric: str) -> float | None:
+    """`metric` over every launch in `rows`, as one value for all of them together: the sum
+    for a counter (a name ending in ".sum"); for anything else (an average, a percentage, a
+    ratio) the mean over the launches weighted by their duration (gpu__time_duration.sum,
+    when every launch has one), so a short helper kernel weighs little. None when no launch
+    reported the metric as a number."""
+    pairs = [(v, _row_value(row, NCU_DURATION)) for row in rows
+             if (v := _row_value(row, metric)) is not None]
+    if not pairs:
+        return None
+    if metric.endswith(".sum"):
+        return sum(v for v, _ in pairs)
+    weights = [w for _, w in pairs if w is not None and w > 0]
+    if len(weights) == len(pairs):
+        return sum(v * w for (v, _), w in zip(pairs, weights)) / sum(weights)
+    return sum(v for v, _ in pairs) / len(pairs)
 
 
-def _run_sanitizer(one: _SanitizerRun, ctx: Context) -> tuple[sandbox.Outcome, str]:
-    """(the outcome, the tool's log). The log comes through a pipe the grader holds, in a
-    folder of the run's own: the program under test finds no file of the tool's to rewrite
-    and no file an earlier run left. The tests' own report goes to a pipe too (the tool's
-    log decides, not the report)."""
-    # the time limit is taken when the run starts: what is left of the lab's GPU time then
-    with sandbox.Channel() as log, sandbox.Channel() as report:
-        out = sandbox.run(one.command(log.path, report.path, ctx.seed), cwd=ctx.run_dir,
-                          timeout=ctx.limit(ctx.timeout * 3), env=ctx.env,
-                          identity=ctx.identity, jail=ctx.jail, fresh=True,
-                          channels=[log, report], syscalls=seccomp.TOOL)
-    return out, log.text()
-
-
-def _merge(a: parsers.SanitizerSummary, b: parsers.SanitizerSummary) -> parsers.SanitizerSummary:
-    return parsers.SanitizerSummary(a.tool, a.errors + b.errors, a.ok and b.ok,
-                                    a.messages + b.messages, b.raw_tail,
-                                    getattr(a, "warnings", 0) + getattr(b, "warnings", 0),
-                                    getattr(a, "complete", True) and getattr(b, "complete", True))
-
-
-def _first(text: str) -> str:
-    for line in text.splitlines():
-        if REFUSED_RE.search(line):
-            return line.strip()[:200]
-    return text.strip().splitlines()[-1][:200] if text.strip() else "no output"
-
+# --- the metric runs ----------------------------------------------------------------------
 
 # The bench marks each call of an interleaved comparison with an NVTX push/pop range: the
 # student's call and the given baseline's. A metric measures the kernels launched inside one
@@ -166,7 +248,7 @@ def metric_names(metric: Metric) -> list[str]:
     """The ncu metrics one [[metrics]] entry needs."""
     names = [metric.metric] + ([metric.per] if metric.per else [])
     if any(not n.endswith(".sum") for n in names):
-        names.append(parsers.NCU_DURATION)  # the weights of a non-additive metric's mean
+        names.append(NCU_DURATION)  # the weights of a non-additive metric's mean
     return names
 
 
@@ -397,7 +479,7 @@ def _profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: str,
                           channels=[log], syscalls=seccomp.TOOL)
     if not log.data.strip():
         raise _NotMeasured(f"Not measured: ncu wrote no log ({out.describe()}).")
-    found = parsers.parse_ncu_log(log.text())
+    found = parse_ncu_log(log.text())
     # Only ncu's own lines decide: the student's program writes elsewhere.
     refused = next((e for e in found.errors if REFUSED_RE.search(e)), "")
     if refused:
@@ -429,8 +511,8 @@ def _rejects_args(metric: Metric, ctx: Context) -> bool:
 
 def _value(rows: list[dict[str, Any]], metric: Metric) -> tuple[float | None, str]:
     """(the value over `rows`, or None and why the call gave it nothing to measure)."""
-    total = parsers.ncu_aggregate(rows, metric.metric)
-    per = parsers.ncu_aggregate(rows, metric.per) if metric.per else 1.0
+    total = ncu_aggregate(rows, metric.metric)
+    per = ncu_aggregate(rows, metric.per) if metric.per else 1.0
     if total is None or per is None:
         missing = metric.metric if total is None else metric.per
         raise _NotMeasured(f"Not measured: ncu reported no value of {missing}.")
@@ -455,7 +537,7 @@ def kernel_label(name: str) -> str:
 
 def _too_many_kernels(rows: list[dict[str, Any]], metric: Metric) -> str:
     """Why the call launched more distinct kernels than the entry's max_kernels, or ""."""
-    names = parsers.ncu_kernels(rows)
+    names = ncu_kernels(rows)
     if metric.max_kernels is None or len(names) <= metric.max_kernels:
         return ""
     who = "Your code" if metric.call == "candidate" else "The baseline"
@@ -472,13 +554,13 @@ def kernel_values(rows: list[dict[str, Any]], metric: Metric,
     its share of the call's work (of the denominator; for an average, of the time) and
     whether that share makes it significant (at least SIGNIFICANT_SHARE)."""
     out: list[dict[str, Any]] = []
-    for name, launches in parsers.ncu_by_kernel(rows):
-        value = parsers.ncu_aggregate(launches, metric.metric)
+    for name, launches in ncu_by_kernel(rows):
+        value = ncu_aggregate(launches, metric.metric)
         if metric.per:
-            weight = parsers.ncu_aggregate(launches, metric.per)
+            weight = ncu_aggregate(launches, metric.per)
             value = value / weight if value is not None and weight else None
         else:
-            weight = parsers.ncu_duration(launches)
+            weight = ncu_duration(launches)
             if weight is None:  # no times: each launch weighs the same
                 weight = float(len(launches))
         out.append({"kernel": name, "launches": len(launches),
@@ -561,178 +643,3 @@ def _counted(metric: str) -> str:
     op = {"ld": "load", "st": "store", "atom": "atomic", "red": "reduction"}.get(
         m.group(1) if m else "", "access")
     return f"{space} {op}" if space else f"work counted by {metric}"
-
-
-BENCH_ALTERED = ("its document was altered after the bench ended (or written twice): not "
-                 "believed")
-
-
-def bench_document_problem(text: str) -> str:
-    """Why the text read from the bench's pipe is not one document as the harness writes it
-    (BENCH_ALTERED: not well-formed JSON, or anything but whitespace after its end), or ""."""
-    body = text.lstrip()
-    try:
-        _doc, end = json.JSONDecoder().raw_decode(body)
-    except ValueError:
-        return BENCH_ALTERED
-    return BENCH_ALTERED if body[end:].strip() else ""
-
-
-def run_bench(binary: Path, args: list[str], ctx: Context, trusted: bool) -> tuple[
-        dict | None, str, sandbox.Outcome]:
-    """One bench run; (document, problem, outcome). The document comes through a pipe the
-    grader holds (--json /dev/fd/N), read while the bench runs, in a folder of the run's
-    own; a document written to besides the harness has BENCH_ALTERED in its problem."""
-    with sandbox.Channel() as doc:
-        cmd = [str(binary), *args, "--json", doc.path, "--seed", str(ctx.seed)]
-        if trusted:  # the reference's bench: the grader's own code, outside the jail
-            out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.timeout * 2, env=ctx.env,
-                              fresh=True, channels=[doc])
-        else:
-            out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 2),
-                              env=ctx.env, identity=ctx.identity, jail=ctx.jail, fresh=True,
-                              channels=[doc], syscalls=seccomp.PROGRAM)
-    if out.timed_out or out.returncode != 0:
-        return None, f"{binary.name} {out.describe()}", out
-    if doc.oversized:
-        return None, (f"{binary.name} wrote a document larger than {doc.limit // 2**20} MiB "
-                      "(not read)"), out
-    text = doc.text()
-    if not text.strip():
-        return None, f"{binary.name} wrote no readable result (no JSON document)", out
-    altered = bench_document_problem(text)
-    if altered:
-        return None, f"{binary.name}: {altered}", out
-    try:
-        return parsers.parse_bench_json(text, binary.name), "", out
-    except ValueError as err:
-        return None, f"{binary.name} wrote no readable result ({err})", out
-
-
-@dataclass
-class BenchRuns:
-    """The scored comparison as measured: the reference's bench and the student's, each run
-    once (interleaved with the baseline inside), and the harness's verdicts on the student's
-    timed runs. `unmeasured`: why the part is "not measured"; `failed`: why the student's
-    bench gave no timing. Both documents are kept with every summary recomputed from their
-    samples (benchdoc.recompute); `altered` says where the student's disagreed with them."""
-
-    timing: Timing | None = None
-    unmeasured: str = ""
-    failed: str = ""
-    output_problem: str | None = None  # benchdoc.timed_output_problem of the student's run
-    launch_problem: str | None = None
-    review_problem: str | None = None
-    launches: Any = None  # the student's call's launch counts (bench JSON)
-    review: Any = None  # the harness's review flag (bench JSON)
-    student_doc: dict[str, Any] | None = None  # the student's whole bench JSON ([stretch])
-    reference_doc: dict[str, Any] | None = None  # the reference's (its limits and work)
-    # Why the student's document is not believed (written to besides the harness, or its
-    # figures disagree with its samples): no points, flagged for review.
-    altered: str | None = None
-    disagreements: list[str] = field(default_factory=list)  # every one found
-    # No reference to time against (the student copy has no solutions/): the student's own
-    # bench ran for feedback, its figures kept beside a part that is not measured.
-    no_reference: bool = False
-    note: str = ""  # what the student's bench alone said, added to the speed part's reason
-
-
-NO_REFERENCE = ("Not measured here: this copy has no reference solution to time your kernel "
-                "against, so the speed points are the course grader's to give.")
-
-
-def read_student(runs: BenchRuns, student: dict[str, Any], comparison: str) -> str | None:
-    """The student's bench document into `runs`: its summaries recomputed from the samples
-    (only the samples are believed; `altered` says where the document disagreed with them),
-    the comparison's timing, and the harness's verdicts on the timed runs. Returns why the
-    comparison could not be read, or None."""
-    student, runs.disagreements = benchdoc.recompute(student)
-    runs.altered = benchdoc.altered_problem(runs.disagreements)
-    try:
-        comp = parsers.comparison(student, comparison)
-    except ValueError as err:
-        return str(err)
-    timing = runs.timing
-    assert timing is not None
-    runs.student_doc = student
-    timing.student = benchdoc.summary(comp, student)
-    timing.student_speedup = benchdoc.number(comp, "speedup", "median")
-    runs.output_problem = benchdoc.timed_output_problem(comp)
-    runs.launch_problem = benchdoc.launch_problem(comp)
-    runs.review_problem = benchdoc.review_problem(comp)
-    runs.launches = (comp.get("candidate") or {}).get("launches")
-    runs.review = comp.get("review")
-    return None
-
-
-def student_only(perf: Performance, ctx: Context, student_bin: Path) -> BenchRuns:
-    """The student's bench alone, where there is no reference (a student copy): never
-    points, but the speedup over the baseline and the speed of light on this GPU, in the
-    part's reason and details, so a check on a GPU still says how fast the kernel is."""
-    runs = BenchRuns(Timing(perf.comparison, perf.bench_args), unmeasured=NO_REFERENCE,
-                     no_reference=True)
-    student, why, _ = run_bench(student_bin, perf.bench_args, ctx, trusted=False)
-    if student is None:
-        runs.note = f"Your bench did not finish ({why})."
-        return runs
-    unreadable = read_student(runs, student, perf.comparison)
-    assert runs.timing is not None
-    runs.timing.device = student.get("device")
-    problem = (unreadable or runs.altered or runs.output_problem or runs.launch_problem
-               or runs.review_problem)
-    if problem:
-        runs.note = f"Your timed run: {problem}"
-    elif runs.timing.student_speedup:
-        runs.note = (f"On this GPU your kernel ran {runs.timing.student_speedup:.2f}x the "
-                     "baseline's speed.")
-    return runs
-
-
-def performance(perf: Performance, ctx: Context) -> BenchRuns:
-    """Both benches with [performance].bench_args; the comparison named by the rubric."""
-    student_bin, reference_bin = ctx.binary("bench_student"), ctx.binary("bench_solution")
-    if student_bin is not None and reference_bin is None and not ctx.has_reference:
-        return student_only(perf, ctx, student_bin)
-    if student_bin is None or reference_bin is None:
-        return BenchRuns(unmeasured="Not measured: the bench was not built.")
-    reference, why_ref, _ = run_bench(reference_bin, perf.bench_args, ctx, trusted=True)
-    student, why_student, _ = run_bench(student_bin, perf.bench_args, ctx, trusted=False)
-    timing = Timing(perf.comparison, perf.bench_args)
-    runs = BenchRuns(timing)
-    if reference is None:
-        runs.unmeasured = f"Not measured: the reference bench did not run ({why_ref})."
-        return runs
-    reference, ref_disagrees = benchdoc.recompute(reference)
-    if ref_disagrees:
-        runs.unmeasured = ("Not measured: the reference's own bench document disagrees with "
-                           f"its samples ({ref_disagrees[0]}): a grader problem, not yours.")
-        return runs
-    runs.reference_doc = reference
-    try:
-        ref_comp = parsers.comparison(reference, perf.comparison)
-    except ValueError as err:
-        runs.unmeasured = f"Not measured: {err}"
-        return runs
-    timing.reference = benchdoc.summary(ref_comp, reference)
-    timing.device = reference.get("device")
-    timing.clocks = reference.get("clocks")
-    ref_problem = (benchdoc.timed_output_problem(ref_comp, "the reference's")
-                   or benchdoc.review_problem(ref_comp))
-    if ref_problem:
-        runs.unmeasured = ("Not measured: the reference's own timing could not be trusted on "
-                           f"this machine ({ref_problem}).")
-        return runs
-    if student is None and BENCH_ALTERED in why_student:
-        runs.altered = f"your bench's result was not believed: {BENCH_ALTERED}"
-        return runs
-    if student is None:
-        runs.failed = f"your bench did not finish ({why_student})."
-        return runs
-    unreadable = read_student(runs, student, perf.comparison)
-    if unreadable:
-        runs.failed = unreadable
-        return runs
-    timing.reference_speedup = benchdoc.number(ref_comp, "speedup", "median")
-    if timing.student_speedup and timing.reference_speedup:
-        timing.time_ratio = timing.reference_speedup / timing.student_speedup
-    return runs

@@ -1,13 +1,14 @@
-"""compute-sanitizer, ncu CSV and bench JSON readers, on sample outputs in data/."""
+"""compute-sanitizer's report, ncu's CSV and the bench's JSON document read
+(grader/measure/sanitizer.py, profiler.py, benchdoc.py), on sample outputs in data/."""
 
 import json
-import tempfile
 import unittest
 from pathlib import Path
 
-from grader.parsers import (BenchError, NcuError, comparison, ncu_kernels, ncu_metric,
-                            ncu_number, parse_ncu_csv, parse_sanitizer_output,
-                            read_bench_json, verification_problem)
+from grader.measure.bench import timed_output_problem
+from grader.measure.benchdoc import BenchError, Document, parse_document
+from grader.measure.profiler import NcuError, ncu_kernels, ncu_metric, ncu_number, parse_ncu_csv
+from grader.measure.sanitizer import parse_sanitizer_output
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -135,50 +136,62 @@ class NcuTest(unittest.TestCase):
         self.assertEqual(ncu_metric(rows, "sm__cycles_elapsed.avg", "k"), [1000.0, 2000.0])
 
 
+def read(path: Path) -> Document:
+    return parse_document(path.read_text(), path.name)
+
+
 class BenchJsonTest(unittest.TestCase):
     def test_reads_and_finds_comparisons(self):
-        doc = read_bench_json(DATA / "bench_lab04.json")
-        self.assertEqual(doc["schema"], "cml-bench/2")
-        comp = comparison(doc, "tiled")
-        self.assertEqual(comp["candidate"]["name"], "tiled<32>")
-        self.assertGreater(comp["speedup"]["median"], 10)
-        self.assertEqual(comp["speedup"]["n"], len(comp["speedup"]["samples"]))
-        self.assertIsNone(verification_problem(comp))
-        self.assertIn("C[17][4000]", verification_problem(comparison(doc, "dynamic")))
+        doc = read(DATA / "bench_lab04.json")
+        comp = doc.named("tiled")
+        self.assertEqual(comp.candidate.name, "tiled<32>")
+        self.assertGreater(comp.speedup.median, 10)
+        self.assertEqual(comp.speedup.n, len(comp.speedup.samples or ()))
+        self.assertTrue(comp.candidate.verification.passed)
+        self.assertIsNone(timed_output_problem(comp))
+        self.assertIn("C[17][4000]", timed_output_problem(doc.named("dynamic")))
+        # the records go back to JSON as the document wrote them
+        self.assertEqual(doc.to_dict(), json.loads((DATA / "bench_lab04.json").read_text()))
 
     def test_missing_comparison_names_the_ones_there(self):
-        doc = read_bench_json(DATA / "bench_lab04.json")
+        doc = read(DATA / "bench_lab04.json")
+        self.assertIsNone(doc.comparison("tiledd"))
         with self.assertRaises(BenchError) as ctx:
-            comparison(doc, "tiledd")
+            doc.named("tiledd")
         self.assertIn("'tiledd'", str(ctx.exception))
         self.assertIn("'tiled', 'dynamic'", str(ctx.exception))
 
     def test_rejects_bad_documents(self):
         good = json.loads((DATA / "bench_lab04.json").read_text())
+        tiled = good["comparisons"][0]
+
+        def candidate(**fields) -> dict:
+            return dict(good, comparisons=[dict(tiled, candidate=dict(tiled["candidate"],
+                                                                      **fields))])
+
         cases = {
             "schema": dict(good, schema="cml-bench/1"),  # before whole-output verification
             "comparisons": {k: v for k, v in good.items() if k != "comparisons"},
-            "median speedup": dict(good, comparisons=[dict(good["comparisons"][0], speedup={})]),
+            "median speedup": dict(good, comparisons=[dict(tiled, speedup={})]),
             "baseline timing": dict(good, comparisons=[{"name": "x", "candidate": {"ms": {"median": 1}},
                                                         "speedup": {"median": 1}}]),
             "not_timed": dict(good, not_timed=["register_tiled"]),  # name -> reason
+            # a field the grader reads, of the wrong kind, is named with its place
+            "comparisons[0] ('tiled').candidate.verification.passed must be true or false":
+                candidate(verification={"checked": True, "passed": "yes"}),
+            "comparisons[0] ('tiled').candidate.launches must be a JSON object":
+                candidate(launches=[1, 1]),
+            "comparisons[0] ('tiled').candidate.ms.stdev must be a number":
+                candidate(ms=dict(tiled["candidate"]["ms"], stdev="small")),
         }
-        with tempfile.TemporaryDirectory() as tmp:
-            for expected, doc in cases.items():
-                with self.subTest(problem=expected):
-                    path = Path(tmp) / "bench.json"
-                    path.write_text(json.dumps(doc))
-                    with self.assertRaises(BenchError) as ctx:
-                        read_bench_json(path)
-                    self.assertIn(expected, str(ctx.exception))
-            path = Path(tmp) / "truncated.json"
-            path.write_text((DATA / "bench_lab04.json").read_text()[:200])
-            with self.assertRaises(BenchError) as ctx:
-                read_bench_json(path)
-            self.assertIn("not a JSON document", str(ctx.exception))
-            with self.assertRaises(BenchError) as ctx:
-                read_bench_json(Path(tmp) / "absent.json")
-            self.assertIn("wrote no JSON", str(ctx.exception))
+        for expected, doc in cases.items():
+            with self.subTest(problem=expected):
+                with self.assertRaises(BenchError) as ctx:
+                    parse_document(json.dumps(doc), "bench.json")
+                self.assertIn(expected, str(ctx.exception))
+        with self.assertRaises(BenchError) as ctx:
+            parse_document((DATA / "bench_lab04.json").read_text()[:200], "truncated.json")
+        self.assertIn("not a JSON document", str(ctx.exception))
 
 
 if __name__ == "__main__":
