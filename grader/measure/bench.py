@@ -78,11 +78,16 @@ def run_bench(binary: Path, args: list[str], ctx: Context, trusted: bool) -> tup
         return failed(f"{binary.name} wrote no readable result (no JSON document)")
     altered = bench_document_problem(text)
     if altered:
-        return None, BenchProblem(Unread.ALTERED, f"{binary.name}: {altered}"), out
+        return None, BenchProblem(Unread.ALTERED, altered), out
     try:
         return parse_document(text, binary.name), None, out
     except BenchError as err:
-        return failed(f"{binary.name} wrote no readable result ({err})")
+        if trusted:
+            return failed(f"{binary.name} wrote no readable result ({err})")
+        # The harness writes every field it declares, typed as declared: a student's bench
+        # whose document is otherwise is one something else wrote.
+        return None, BenchProblem(Unread.ALTERED, "its document is not one the harness "
+                                  f"writes ({err}): not believed"), out
 
 
 def summary(comp: PairTiming, doc: Document) -> BenchSummary:
@@ -251,7 +256,7 @@ def performance(perf: Performance, ctx: Context) -> BenchRuns:
                            f"this machine ({ref_problem}).")
         return runs
     if student is None and why_student is not None and why_student.kind is Unread.ALTERED:
-        runs.altered = f"your bench's result was not believed: {BENCH_ALTERED}"
+        runs.altered = f"your bench's result was not believed: {why_student.message}"
         return runs
     if student is None:
         said = why_student.message if why_student else "no document"

@@ -416,12 +416,15 @@ class GpuSectionTest(unittest.TestCase):
 
 
 # A bench: --json OUT ... writes DOC (a file beside it) to OUT; HOW "twice" writes it again
-# with a made-up speedup (a destructor rewriting the document), "honest" once.
+# with a made-up speedup (a destructor rewriting the document), "mistyped" writes it once with
+# a field no harness writes so (a verdict as a word), "honest" once as it is.
 FAKE_BENCH = """\
 #!{python}
 import sys
 out = sys.argv[sys.argv.index("--json") + 1]
 doc = open({doc!r}).read()
+if {how!r} == "mistyped":
+    doc = doc.replace('"passed": true', '"passed": "yes"')
 with open(out, "w") as f:
     f.write(doc)
 if {how!r} == "twice":
@@ -470,6 +473,14 @@ class AlteredBenchDocumentTest(unittest.TestCase):
     def test_a_document_written_twice_scores_nothing_and_is_flagged(self):
         runs = self.run_fake("twice")
         self.assertIn(bench.BENCH_ALTERED, runs.altered)
+        part = scoring.performance_part(Performance(points=20, bench_args=[], requires=[],
+                                                    comparison="tiled"), runs, set())
+        self.assertEqual(part.points, 0.0)
+        self.assertEqual(part.status, "review")
+
+    def test_a_document_the_harness_cannot_have_written_is_flagged(self):
+        runs = self.run_fake("mistyped")
+        self.assertIn("passed", runs.altered)
         part = scoring.performance_part(Performance(points=20, bench_args=[], requires=[],
                                                     comparison="tiled"), runs, set())
         self.assertEqual(part.points, 0.0)
