@@ -45,11 +45,16 @@ def walk_markers(text: str, student: str) -> _Walk:
     current, line = "", 0
     started = False  # the student's file has begun (its first line of text was seen)
     last_own = 0
+    # Each name made canonical once per walk: a preprocessed file names a couple of hundred
+    # files in thousands of markers, and canon() asks the file system every time.
+    names: dict[str, str] = {}
     for raw in text.split("\n"):
         m = _MARKER.match(raw)
         if m:
-            number, name, flags = int(m.group(1)), _unescape(m.group(2)), m.group(3).split()
-            name = canon(name)
+            number, quoted, flags = int(m.group(1)), m.group(2), m.group(3).split()
+            name = names.get(quoted)
+            if name is None:
+                name = names[quoted] = canon(_unescape(quoted))
             if "1" in flags:
                 entered.append((name, line if current == student else 0, current))
                 stack.append(current)

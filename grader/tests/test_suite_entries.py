@@ -1,7 +1,8 @@
 """The grader's CTest entries (grader/CMakeLists.txt) as CTest lists them: every unit test
-module (grader/tests/test_*.py) runs in exactly one entry, each entry carries the host and
-grader labels and a time limit of its own, the slow ones the "slow" label, and the unit
-entries share the run's reference cache, emptied first by grader.refcache_reset, as the
+module (grader/tests/test_*.py) runs in exactly one entry, or, split by test class, each of
+its classes does; each entry carries the host and grader labels and a time limit of its own,
+the slow ones the "slow" label and a cost that starts them before the quick ones; and the
+unit entries share the run's reference cache, emptied first by grader.refcache_reset, as the
 grader's default cache (XDG_CACHE_HOME) and by name (CML_TEST_REFCACHE).
 
 grader/CMakeLists.txt is configured alone, inside a throwaway project that needs no
@@ -9,6 +10,7 @@ compiler, so the check takes a second or two."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -24,7 +26,7 @@ from grader import refcache
 from grader.paths import ROOT
 
 TESTS = ROOT / "grader" / "tests"
-MODULE = re.compile(r"^grader\.tests\.(test_\w+)$")
+MODULE = re.compile(r"^grader\.tests\.(test_\w+)(?:\.(\w+))?$")  # a module, or a class of it
 
 WRAPPER = """cmake_minimum_required(VERSION 3.24)
 project(grader_entries NONE)
@@ -36,6 +38,21 @@ add_subdirectory("{grader}" grader)
 
 def _modules() -> set[str]:
     return {p.stem for p in TESTS.glob("test_*.py")}
+
+
+def _classes(module: str) -> set[str]:
+    """The test classes of a module: those that hold tests."""
+    found: set[str] = set()
+
+    def walk(suite: unittest.TestSuite) -> None:
+        for test in suite:
+            if isinstance(test, unittest.TestSuite):
+                walk(test)
+            else:
+                found.add(type(test).__name__)
+    walk(unittest.defaultTestLoader.loadTestsFromModule(
+        importlib.import_module(f"grader.tests.{module}")))
+    return found
 
 
 @unittest.skipUnless(shutil.which("cmake") and shutil.which("ctest"),
@@ -61,22 +78,34 @@ class SuiteEntriesTest(unittest.TestCase):
             props = {p["name"]: p["value"] for p in test.get("properties", [])}
             cls.entries[test["name"]] = (test.get("command", []), props)
 
-    def modules_of(self, command: list[str]) -> list[str]:
-        """The test modules a command runs; a command that discovers them is refused (what
-        it runs cannot be read from it)."""
+    def modules_of(self, command: list[str]) -> list[tuple[str, str | None]]:
+        """The test modules a command runs, each with the class it names (None: all of
+        them); a command that discovers them is refused (what it runs cannot be read from
+        it)."""
         self.assertNotIn("discover", command, "an entry that discovers modules runs all of "
                          "them: name the modules instead")
-        return [m.group(1) for arg in command if (m := MODULE.match(arg))]
+        return [(m.group(1), m.group(2)) for arg in command if (m := MODULE.match(arg))]
 
     def test_every_module_runs_in_exactly_one_entry(self):
-        runs: dict[str, list[str]] = {}
+        runs: dict[str, list[tuple[str, str | None]]] = {}
         for name, (command, _props) in self.entries.items():
-            for module in self.modules_of(command):
-                runs.setdefault(module, []).append(name)
+            for module, cls in self.modules_of(command):
+                runs.setdefault(module, []).append((name, cls))
         self.assertEqual(sorted(set(runs) - _modules()), [], "entries name missing modules")
         self.assertEqual(sorted(_modules() - set(runs)), [], "modules no entry runs")
-        twice = {m: names for m, names in runs.items() if len(names) > 1}
-        self.assertEqual(twice, {}, "modules run by more than one entry")
+        for module, where in sorted(runs.items()):
+            with self.subTest(module):
+                if len(where) == 1 and where[0][1] is None:
+                    continue
+                self.assertNotIn(None, [cls for _name, cls in where],
+                                 f"run whole and in parts too: {where}")
+                classes = [cls for _name, cls in where]
+                self.assertEqual(sorted(c for c in set(classes) if classes.count(c) > 1), [],
+                                 f"classes run by more than one entry: {where}")
+                self.assertEqual(sorted(_classes(module) - set(classes)), [],
+                                 "classes no entry runs")
+                self.assertEqual(sorted(set(classes) - _classes(module)), [],
+                                 "entries name classes the module does not have")
 
     def test_labels_and_time_limits(self):
         for name, (command, props) in self.entries.items():
@@ -88,6 +117,21 @@ class SuiteEntriesTest(unittest.TestCase):
                 self.assertGreater(props.get("TIMEOUT", 0), 0, "no time limit of its own")
                 if name.startswith("grader.unit."):
                     self.assertEqual("slow" in labels, name != "grader.unit.fast")
+
+    def test_the_slow_entries_start_first(self):
+        # Without timings of its own (a fresh build tree) CTest starts the entries with the
+        # highest COST first: every slow one before grader.unit.fast, and that before the
+        # quick entries the lab folders add.
+        cost = {name: props.get("COST", 0) for name, (_command, props) in self.entries.items()}
+        slow = [n for n, (_c, props) in self.entries.items() if "slow" in props.get("LABELS", [])]
+        self.assertGreaterEqual(len(slow), 5)
+        for name in slow:
+            self.assertGreater(cost[name], cost["grader.unit.fast"], name)
+        self.assertGreater(cost["grader.unit.fast"], 0)
+        for name in ("grader.slurm_real", "grader.python310"):
+            if name in self.entries:
+                self.assertGreater(cost[name], cost["grader.unit.fast"], name)
+        self.assertEqual(len(set(cost[n] for n in slow)), len(slow), "two slow entries tie")
 
     def test_unit_entries_share_the_reset_cache(self):
         reset = self.entries["grader.refcache_reset"]
