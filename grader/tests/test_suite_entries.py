@@ -124,7 +124,7 @@ class SuiteEntriesTest(unittest.TestCase):
         # quick entries the lab folders add.
         cost = {name: props.get("COST", 0) for name, (_command, props) in self.entries.items()}
         slow = [n for n, (_c, props) in self.entries.items() if "slow" in props.get("LABELS", [])]
-        self.assertGreaterEqual(len(slow), 5)
+        self.assertTrue(slow, "no slow entries: nothing to order")
         for name in slow:
             self.assertGreater(cost[name], cost["grader.unit.fast"], name)
         self.assertGreater(cost["grader.unit.fast"], 0)
