@@ -309,9 +309,10 @@ class GradeResult:
         return round(self.points * self.late_factor, 4) + 0.0
 
     def set_late(self, factor: float, label: str, deadline: str | None = None,
-                 commit_time: str | None = None) -> None:
-        """Records the late policy's factor (nothing when it is 1 and nothing was said)."""
-        if factor == 1.0 and not label.startswith("late"):
+                 commit_time: str | None = None, days: float = 0.0) -> None:
+        """Records the late policy's factor and label: nothing for a commit on time (`days`
+        0) that the policy did not penalise."""
+        if factor == 1.0 and days <= 0:
             self.late = {}
             return
         self.late = {"factor": factor, "label": label, "deadline": deadline,

@@ -49,6 +49,7 @@ class Submission:
     deadline: str | None = None  # the student's deadline (an extension, else the batch's)
     late: str = ""  # the gradebook's `late` column
     late_factor: float = 1.0  # what the late policy multiplies the points by
+    late_days: float = 0.0  # how late the graded commit was (0: on time, or not a git submission)
     fetched_at: str | None = None  # when the staff fetched the repository (--fetched-at)
 
 

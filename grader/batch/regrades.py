@@ -125,7 +125,7 @@ def pin_git(subs: list[Submission], out_dir: Path, deadline: str | None,
         due = deadlines.deadline_for(sub.student, deadline, extensions)
         sub.deadline = due.isoformat() if due else None
         if not is_git_submission(source):
-            sub.late = ""
+            sub.late, sub.late_days = "", 0.0
             continue
         dest = out_dir / ".pinned" / sub.student
         shutil.rmtree(dest, ignore_errors=True)
@@ -139,6 +139,7 @@ def pin_git(subs: list[Submission], out_dir: Path, deadline: str | None,
         sub.fetched_at = deadlines.parse_time(at).isoformat() if at else None
         sub.source, sub.sha, sub.commit_time = str(source), pinned.sha, pinned.commit_time
         sub.late, sub.late_factor = pinned.late.label, pinned.late.factor
+        sub.late_days = pinned.late.days
         if pinned.error:
             dest.mkdir(parents=True, exist_ok=True)  # an empty submission: "no submission"
             warnings.append(f"{sub.student}: {pinned.error}")

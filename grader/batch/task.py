@@ -68,7 +68,8 @@ def _finish(out_dir: Path, plan: Plan, sub, result, status: str, hashes: dict, k
     """Writes the result, the exports, the stamp and a line of the student's history."""
     student_dir = out_dir / sub.student
     result.submission = sub.source or sub.path
-    result.set_late(sub.late_factor, sub.late or "", sub.deadline, sub.commit_time)
+    result.set_late(sub.late_factor, sub.late or "", sub.deadline, sub.commit_time,
+                    days=sub.late_days)
     write_atomic(student_dir / "result.json", result.to_json() + "\n")
     try:
         write_exports(result, student_dir, plan.formats)

@@ -118,5 +118,32 @@ class PolicyTest(unittest.TestCase):
         self.assertEqual(dl.lateness(None, None, policy).label, "")
 
 
+class ResultLatenessTest(unittest.TestCase):
+    """A result records lateness from the commit's days late and the factor, never from the
+    label's words."""
+
+    def result(self):
+        from grader.result import GradeResult
+        r = GradeResult("sub", 7, "2026-01-01T00:00:00+00:00", "0", None, {})
+        r.points = 50.0
+        return r
+
+    def test_an_accepted_late_commit_is_recorded_without_a_penalty(self):
+        r = self.result()
+        r.set_late(1.0, "1.20 days after the deadline (accepted)", days=1.2)
+        self.assertEqual(r.late["factor"], 1.0)
+        self.assertEqual(r.late["points"], 50.0)
+
+    def test_on_time_is_not_recorded_whatever_the_label_says(self):
+        r = self.result()
+        r.set_late(1.0, "late-night commit, on time", days=0.0)
+        self.assertEqual(r.late, {})
+
+    def test_a_penalty_is_recorded(self):
+        r = self.result()
+        r.set_late(0.8, "late 1.20 days (-20%)", days=1.2)
+        self.assertEqual(r.late["points"], 40.0)
+
+
 if __name__ == "__main__":
     unittest.main()
