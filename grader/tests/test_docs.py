@@ -44,7 +44,7 @@ class QuickStartTest(unittest.TestCase):
         measured = re.search(r"\(measured: ([^)]*)\)", BUILD_TIME)
         self.assertIsNotNone(measured, BUILD_TIME)
         self.assertIn(measured.group(1), " ".join(quick_start().split()))
-        self.assertIn("about 10 minutes on 2 cores", " ".join(quick_start().split()))
+        self.assertRegex(" ".join(quick_start().split()), r"about \d+ minutes on 2 cores")
 
     def test_gradescope_setup_asks_for_the_presets_cmake(self):
         need = json.loads((ROOT / "CMakePresets.json").read_text())["cmakeMinimumRequired"]
