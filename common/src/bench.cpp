@@ -97,14 +97,9 @@ BenchDeclaration& BenchDeclaration::add(BenchOption option) {
 
 BenchDeclaration& BenchDeclaration::param(const std::string& name, long long fallback,
                                           const std::string& placeholder, const std::string& help) {
-  BenchOption o;
-  o.name = name;
-  o.placeholder = placeholder;
-  o.help = help;
-  o.has_default = true;
-  o.fallback = fallback;
-  o.recorded = true;
-  return add(std::move(o));
+  option(name, fallback, placeholder, help);
+  options_.back().recorded = true;  // an option the document records under "params"
+  return *this;
 }
 
 BenchDeclaration& BenchDeclaration::option(const std::string& name, long long fallback,

@@ -11,21 +11,8 @@ import unittest
 from pathlib import Path
 
 from grader.measure import floor, samples
-from grader.measure.benchdoc import Document, Limits, Work, read_document
-
-
-def read(doc: dict | None) -> Document | None:
-    return read_document(doc) if doc is not None else None
-
-
-def recompute(doc: dict) -> tuple[dict, list[str]]:
-    """samples.recompute on the records of `doc`, back as JSON."""
-    fresh, problems = samples.recompute(read_document(doc))
-    return fresh.to_dict(), problems
-
-
-def sample_stats(values: list[float]) -> dict:
-    return samples.sample_stats(values).to_dict()
+from grader.measure.benchdoc import Limits, Work
+from .bench_records import read, recompute, sample_stats
 
 
 def physical_floor(work: dict, limits: dict | None) -> dict | None:
@@ -35,7 +22,6 @@ def physical_floor(work: dict, limits: dict | None) -> dict | None:
 
 def floor_check(name: str, student: dict | None, reference: dict | None, margin: float = floor.FLOOR_MARGIN):
     return floor.floor_check(name, read(student), read(reference), margin)
-
 
 
 DATA = Path(__file__).parent / "data" / "bench_v2"

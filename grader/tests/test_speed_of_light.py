@@ -10,7 +10,7 @@ import unittest
 import xml.etree.ElementTree as ET
 
 from grader.measure import floor, samples
-from grader.measure.benchdoc import Document, Limits, Work, read_document
+from grader.measure.benchdoc import Limits, Work
 from grader.measure.floor import SpeedOfLight
 from grader.exports.common import part_speed_of_light, score_items, speed_of_light
 from grader.exports.html import to_html
@@ -18,20 +18,7 @@ from grader.exports.junit import to_junit
 from grader.exports.markdown import to_markdown
 from grader.exports.table import terminal_table
 from grader.result import GradeResult, LabResult, PartResult
-
-
-def read(doc: dict | None) -> Document | None:
-    return read_document(doc) if doc is not None else None
-
-
-def recompute(doc: dict) -> tuple[dict, list[str]]:
-    """samples.recompute on the records of `doc`, back as JSON."""
-    fresh, problems = samples.recompute(read_document(doc))
-    return fresh.to_dict(), problems
-
-
-def sample_stats(values: list[float]) -> dict:
-    return samples.sample_stats(values).to_dict()
+from .bench_records import read, recompute, sample_stats
 
 
 def sol_of(name: str, student: dict | None, reference: dict | None):
