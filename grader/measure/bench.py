@@ -205,7 +205,10 @@ def student_only(perf: Performance, ctx: Context, student_bin: Path) -> BenchRun
                      no_reference=True)
     student, why, _ = run_bench(student_bin, perf.bench_args, ctx, trusted=False)
     if student is None:
-        runs.note = f"Your bench did not finish ({why.message if why else 'no document'})."
+        if why is not None and why.kind is Unread.ALTERED:
+            runs.note = f"Your bench's result was not believed: {why.message}"
+        else:
+            runs.note = f"Your bench did not finish ({why.message if why else 'no document'})."
         return runs
     unreadable = read_student(runs, student, perf.comparison)
     assert runs.timing is not None

@@ -270,8 +270,10 @@ class PerformanceTest(unittest.TestCase):
         self.assertEqual(part.status, REVIEW)
         self.assertGreater(part.details["speed_of_light"]["student_fraction"], 1.1)
 
-    def student_copy(self, student: dict, solutions: bool = False):
-        """The student's bench alone, as in a student copy: no bench_solution binary."""
+    def student_copy(self, student: dict | None, solutions: bool = False,
+                     problem: bench.BenchProblem | None = None):
+        """The student's bench alone, as in a student copy: no bench_solution binary. With
+        `student` None, the bench gave no document, for `problem`."""
         ctx = Context(run_dir=Path(self.tmp.name), env={}, identity=None, seed=7,
                       timeout=60, binary={"bench_student": Path("s")}.get,
                       has_reference=solutions)
@@ -279,6 +281,8 @@ class PerformanceTest(unittest.TestCase):
 
         def fake_run(binary, args, ctx, trusted):
             calls.append(trusted)
+            if student is None:
+                return None, problem, None
             return read_document(copy.deepcopy(student)), None, None
 
         perf = self.rubric.performance
@@ -306,6 +310,12 @@ class PerformanceTest(unittest.TestCase):
         part, _ = self.student_copy(altered)
         self.assertEqual(part.details, {})
         self.assertIn("Your timed run:", part.reason)
+        # a document written twice is not believed, and is not called an unfinished run
+        part, _ = self.student_copy(None, problem=bench.BenchProblem(
+            bench.Unread.ALTERED, bench.BENCH_ALTERED))
+        self.assertIn("Your bench's result was not believed: its document was altered",
+                      part.reason)
+        self.assertNotIn("did not finish", part.reason)
         # where solutions/ exists, a missing reference bench is the grader's problem
         part, calls = self.student_copy(load("verified.json"), solutions=True)
         self.assertEqual((calls, part.reason), ([], "Not measured: the bench was not built."))
