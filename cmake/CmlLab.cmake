@@ -92,30 +92,46 @@ function(cml_add_lab)
   if(CML_BUILD_TESTS)
     _cml_glob(public_tests "${lab_dir}/tests")
     _cml_glob(hidden_tests "${solution_dir}/tests")
+    # The test sources are compiled once, as object libraries (labNN_public_tests,
+    # labNN_hidden_tests), and linked into every executable that runs them: they see the
+    # lab's header, never which variant implements it.
+    foreach(kind IN ITEMS public hidden)
+      if(${kind}_tests)
+        add_library(${lab}_${kind}_tests OBJECT ${${kind}_tests})
+        target_include_directories(${lab}_${kind}_tests PRIVATE "${lab_dir}" "${lab_dir}/tests")
+        target_link_libraries(${lab}_${kind}_tests PRIVATE cml_test_main ${given_target}
+                              ${LAB_LIBRARIES})
+        # __FILE__ in an assertion names its file from the source root (labs/...,
+        # solutions/...), never the folder the tree was built in (a grader's work folder or
+        # the reference cache).
+        target_compile_options(${lab}_${kind}_tests PRIVATE
+          "$<$<COMPILE_LANGUAGE:CXX>:-ffile-prefix-map=${PROJECT_SOURCE_DIR}/=>"
+          "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Xcompiler -ffile-prefix-map=${PROJECT_SOURCE_DIR}/=>")
+      endif()
+    endforeach()
     set(test_targets "")
     if(public_tests)
-      add_executable(${lab}_tests_student ${public_tests})
-      target_link_libraries(${lab}_tests_student PRIVATE cml_test_main ${lab}_student)
+      add_executable(${lab}_tests_student)
+      target_link_libraries(${lab}_tests_student PRIVATE ${lab}_public_tests cml_test_main
+                            ${lab}_student)
       list(APPEND test_targets ${lab}_tests_student)
       if(TARGET ${lab}_solution)
-        add_executable(${lab}_tests_solution ${public_tests} ${hidden_tests})
-        target_link_libraries(${lab}_tests_solution PRIVATE cml_test_main ${lab}_solution)
+        add_executable(${lab}_tests_solution)
+        set(all_tests ${lab}_public_tests)
+        if(hidden_tests)
+          list(APPEND all_tests ${lab}_hidden_tests)
+        endif()
+        target_link_libraries(${lab}_tests_solution PRIVATE ${all_tests} cml_test_main
+                              ${lab}_solution)
         list(APPEND test_targets ${lab}_tests_solution)
       endif()
     endif()
     if(hidden_tests)
-      add_executable(${lab}_hidden_student ${hidden_tests})
-      target_link_libraries(${lab}_hidden_student PRIVATE cml_test_main ${lab}_student)
+      add_executable(${lab}_hidden_student)
+      target_link_libraries(${lab}_hidden_student PRIVATE ${lab}_hidden_tests cml_test_main
+                            ${lab}_student)
       list(APPEND test_targets ${lab}_hidden_student)
     endif()
-    foreach(t IN LISTS test_targets)
-      target_include_directories(${t} PRIVATE "${lab_dir}/tests")
-      # __FILE__ in an assertion names its file from the source root (labs/..., solutions/...),
-      # never the folder the tree was built in (a grader's work folder or reference cache).
-      target_compile_options(${t} PRIVATE
-        "$<$<COMPILE_LANGUAGE:CXX>:-ffile-prefix-map=${PROJECT_SOURCE_DIR}/=>"
-        "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-Xcompiler -ffile-prefix-map=${PROJECT_SOURCE_DIR}/=>")
-    endforeach()
     cml_count_launches(${test_targets})  # cml::launch_count() sees every kernel launch
 
     foreach(v IN LISTS variants)

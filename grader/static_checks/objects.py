@@ -25,7 +25,7 @@ def harness_objects(build: Path, lab_folder: str, tag: str) -> list[Path]:
     """The objects the student's code is linked with, in a CMake build tree: the lab's given
     code, its tests and bench, the common library and the shared mains of the tests and benches."""
     dirs = [build / "labs" / lab_folder / "CMakeFiles" / f"{tag}_{kind}.dir"
-            for kind in ("given", "tests_student", "hidden_student", "bench_student")]
+            for kind in ("given", "public_tests", "hidden_tests", "bench_student")]
     dirs += [build / "common" / "CMakeFiles" / f"{name}.dir"
              for name in ("cml", "cml_test_main", "cml_bench_main")]
     found: list[Path] = []

@@ -25,7 +25,7 @@ from .test_golden import GOLDEN, SEED, normalise
 SKELETON = "labs/01_warp_sizing/liblab01_student.a"
 LINK = (": && /usr/bin/c++ -O3 -DNDEBUG -Wl,--wrap=cudaLaunchKernel "
         "common/CMakeFiles/cml_test_main.dir/src/test_main.cpp.o "
-        "labs/01_warp_sizing/CMakeFiles/lab01_tests_student.dir/tests/test_a.cpp.o "
+        "labs/01_warp_sizing/CMakeFiles/lab01_public_tests.dir/tests/test_a.cpp.o "
         "-o labs/01_warp_sizing/lab01_tests_student -L/usr/local/cuda/lib64 "
         f"-Wl,-rpath,/usr/local/cuda/lib  {SKELETON}  labs/01_warp_sizing/liblab01_given.a "
         " common/libcml.a -lcudart_static -lrt -lpthread -ldl && :")

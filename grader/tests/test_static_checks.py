@@ -607,7 +607,7 @@ class StandInTest(unittest.TestCase):
         student = ("namespace lab04 { int helper(int x) { return x + 2; } "
                    "void bonus(int n) { (void)n; } }\n")
         student_obj = self.compile("student.dir", student)
-        for folder, replaceable in (("lab04_given.dir", True), ("lab04_tests_student.dir", False)):
+        for folder, replaceable in (("lab04_given.dir", True), ("lab04_public_tests.dir", False)):
             with self.subTest(harness=folder):
                 harness = self.compile(folder, given)
                 found = sc.check_object(student_obj, None, rules_for("04_tiled_matmul"),
