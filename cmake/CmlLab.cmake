@@ -9,6 +9,8 @@
 #   solutions/NN_topic/topic.cu   the reference               -> labNN_solution (library)
 #   solutions/NN_topic/tests/*    hidden tests
 #
+# The test sources are compiled once each, into the object libraries labNN_public_tests and
+# labNN_hidden_tests, which every test executable below links.
 # Executables: labNN_tests_student (public tests on the student's code),
 # labNN_tests_solution (public + hidden on the reference), labNN_hidden_student (hidden on
 # the student's code, for the grader), labNN_bench_student / labNN_bench_solution.
