@@ -21,6 +21,7 @@ from grader import pipeline
 from grader.paths import ROOT, find_lab
 from grader.rubric import load_rubric
 
+from . import needs
 from .needs import missing as _missing
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
@@ -73,8 +74,10 @@ class GoldenResults(unittest.TestCase):
 
     def check(self, kind: str) -> None:
         sub = make_submission(kind, self.tmp / "subs" / kind)
+        # The run's shared reference cache where there is one: a grade links from it exactly
+        # as it builds without one (test_linking compares the two).
         opts = pipeline.Options(submission=sub, labs=[find_lab(k) for k in LABS], seed=SEED,
-                                work_dir=self.work, gpu=False)
+                                work_dir=self.work, gpu=False, cache=needs.shared_cache())
         got = normalise(json.loads(pipeline.grade(opts).to_json()))
         path = GOLDEN / f"{kind}.json"
         if UPDATE:
