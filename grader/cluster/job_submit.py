@@ -417,6 +417,7 @@ def _wait(job_id: str, job_dir: Path, partition: str | None, say) -> int | None:
                       + "".join(f"\n  {line}" for line in tail), file=sys.stderr)
                 return None
         else:
+            gone_at = None  # in the queue again: a later departure gets a grace of its own
             position = None
             if state.state == "PENDING":
                 pending = ["-h", "-t", "PENDING", "-o", "%i", "-S", "-p,i"]

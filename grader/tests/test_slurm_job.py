@@ -11,6 +11,7 @@ import io
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import threading
 import unittest
@@ -212,6 +213,34 @@ class PureTest(unittest.TestCase):
         self.assertNotIn("--gres", plain)
         self.assertNotIn("CLICOLOR_FORCE", plain)
         self.assertNotIn("flock", plain)
+
+
+class WaitTest(unittest.TestCase):
+    """_wait's grace: a job that leaves the queue gets GRACE_S for its rc file to show,
+    counted from when it left, not from an earlier poll that missed it."""
+
+    def test_a_job_missed_by_the_first_poll_still_gets_its_grace(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            job_dir = Path(tmp)
+            clock = iter(range(1000, 10_000, 20))  # 20 s between any two readings
+            # not in the queue yet, running for two polls, then gone; its rc shows at the
+            # next poll (a shared file system's delay)
+            states = iter(["", "RUNNING|None|0:01|node7\n", "RUNNING|None|0:41|node7\n", ""])
+
+            def tool(name, *args, **kw):
+                if name == "squeue":
+                    out = next(states, "")
+                    if not out and (job_dir / "seen").exists():
+                        (job_dir / "rc").write_text("3\n")
+                    if out:
+                        (job_dir / "seen").touch()
+                    return subprocess.CompletedProcess([name], 0, out, "")
+                return subprocess.CompletedProcess([name], 0, "JobId=1 JobState=COMPLETED\n", "")
+
+            with mock.patch.object(job_submit, "_tool", tool), \
+                    mock.patch.object(job_submit.time, "monotonic", lambda: next(clock)), \
+                    mock.patch.object(job_submit.time, "sleep", lambda s: None):
+                self.assertEqual(job_submit._wait("1", job_dir, None, lambda text: None), 3)
 
 
 class ColourTest(unittest.TestCase):
