@@ -14,7 +14,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from grader import linking, pipeline, refcache
+from grader import linking, pipeline, refcache, static_checks
 from grader.paths import ROOT, find_lab
 from grader.result import COMPILE_ERROR, STATIC_VIOLATION
 
@@ -200,6 +200,16 @@ class CachedLinkGradeTest(unittest.TestCase):
         entry = refcache.Cache(self.cache).fill(ROOT, [self.lab])[LAB]
         self.assertEqual(sorted(linking.commands(entry.path)),
                          sorted(linking.linked_kinds(self.lab)))
+        # the static check's harness: every object the student's code is linked with, the
+        # public and hidden tests' among them
+        harness = {p.name for p in static_checks.harness_objects(
+            entry.path / linking.BUILD_DIR, self.lab.folder, self.lab.tag)}
+        sources = [*self.lab.lab_dir.glob("tests/*.c*"), *self.lab.lab_dir.glob("bench/*.c*"),
+                   *self.lab.solution_dir.glob("tests/*.c*"),
+                   ROOT / "common" / "src" / "test_main.cpp"]
+        self.assertGreater(len(sources), 3)
+        for source in sources:
+            self.assertIn(f"{source.name}.o", harness)
         sub = _submission(self.tmp / "sub-reference")
         want = next(x for x in json.loads((GOLDEN / "reference.json").read_text())["labs"]
                     if x["lab"] == LAB)
