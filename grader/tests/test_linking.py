@@ -46,6 +46,15 @@ class RewriteTest(unittest.TestCase):
         # the same without CMake's wrapper
         self.assertEqual(self.rewrite(LINK[5:-5]), argv)
 
+    def test_the_linkers_dependency_file_is_left_out(self):
+        # CMake 3.27 and later: written beside the target's objects, which an entry need not
+        # have (its objects are the tests' object libraries'), and never into an entry
+        depfile = "-Wl,--dependency-file=labs/01_warp_sizing/CMakeFiles/x.dir/link.d"
+        argv = self.rewrite(LINK.replace("-Wl,--wrap", f"{depfile} -Wl,--wrap", 1))
+        self.assertIsNotNone(argv)
+        self.assertEqual(argv, self.rewrite(LINK))
+        self.assertFalse([t for t in argv if "dependency-file" in t])
+
     def test_what_cannot_be_rewritten_safely_is_refused(self):
         refused = {
             "no skeleton library": LINK.replace(SKELETON, "labs/x/libother.a"),
