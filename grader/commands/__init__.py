@@ -1,8 +1,8 @@
 """The grader's subcommands: each module has `add_parser(subparsers)` and `run(args) -> int`
 (docs/architecture.md, "Commands")."""
 
-from . import (batch, cache, check, ci, doctor, expect_fail, grade, integrations, list_labs, new_lab,
-               release, skeleton)
+from . import (cache, check, ci, doctor, expect_fail, grade, grade_class, integrations, list_labs,
+               new_lab, release, skeleton)
 
 COMMANDS = {
     "doctor": doctor,
@@ -12,7 +12,7 @@ COMMANDS = {
     "skeleton": skeleton,
     "expect-fail": expect_fail,
     "ci": ci,
-    "batch": batch,
+    "batch": grade_class,
     "cache": cache,
     "release": release,
     "integrations": integrations,

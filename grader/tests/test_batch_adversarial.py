@@ -27,7 +27,7 @@ from unittest import mock
 
 from grader import batch, csvsafe
 from grader.batch import regrades, task
-from grader.commands import batch as command
+from grader.commands import grade_class as command
 from grader.result import GRADED, GradeResult, LabResult, PartResult
 from grader.tests.test_batch_regrades import _git
 

@@ -15,7 +15,7 @@ from unittest import mock
 
 from grader import batch
 from grader.batch import regrades
-from grader.commands import batch as command
+from grader.commands import grade_class as command
 from grader import pipeline
 from grader.batch import regrade_rules
 from grader.paths import ROOT
