@@ -97,9 +97,11 @@ function(cml_add_lab)
     # The test sources are compiled once, as object libraries (labNN_public_tests,
     # labNN_hidden_tests), and linked into every executable that runs them: they see the
     # lab's header, never which variant implements it.
+    set(test_objects "")
     foreach(kind IN ITEMS public hidden)
       if(${kind}_tests)
         add_library(${lab}_${kind}_tests OBJECT ${${kind}_tests})
+        list(APPEND test_objects ${lab}_${kind}_tests)
         target_include_directories(${lab}_${kind}_tests PRIVATE "${lab_dir}" "${lab_dir}/tests")
         target_link_libraries(${lab}_${kind}_tests PRIVATE cml_test_main ${given_target}
                               ${LAB_LIBRARIES})
@@ -119,11 +121,7 @@ function(cml_add_lab)
       list(APPEND test_targets ${lab}_tests_student)
       if(TARGET ${lab}_solution)
         add_executable(${lab}_tests_solution)
-        set(all_tests ${lab}_public_tests)
-        if(hidden_tests)
-          list(APPEND all_tests ${lab}_hidden_tests)
-        endif()
-        target_link_libraries(${lab}_tests_solution PRIVATE ${all_tests} cml_test_main
+        target_link_libraries(${lab}_tests_solution PRIVATE ${test_objects} cml_test_main
                               ${lab}_solution)
         list(APPEND test_targets ${lab}_tests_solution)
       endif()
