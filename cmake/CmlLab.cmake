@@ -132,6 +132,52 @@ function(cml_add_lab)
                             ${lab}_student)
       list(APPEND test_targets ${lab}_hidden_student)
     endif()
+    # The grader's pair (cml/remote.hpp): labNN_checker and labNN_hidden_checker hold the
+    # tests, Catch2 and the proxies of the lab's interface, never the student's object;
+    # labNN_runner holds the student's object and the dispatch loop, and makes each call a
+    # checker sends it. The lab lists its interface's functions in tests/remote_calls.hpp.
+    set(remote_calls "${lab_dir}/tests/remote_calls.hpp")
+    if(EXISTS "${remote_calls}")
+      add_library(${lab}_remote_proxy OBJECT "${PROJECT_SOURCE_DIR}/common/src/remote_proxy.cpp")
+      add_library(${lab}_remote_serve OBJECT "${PROJECT_SOURCE_DIR}/common/src/remote_serve.cpp")
+      foreach(part IN ITEMS proxy serve)
+        target_include_directories(${lab}_remote_${part} PRIVATE "${lab_dir}" "${lab_dir}/tests")
+        target_link_libraries(${lab}_remote_${part} PRIVATE cml ${given_target} ${LAB_LIBRARIES})
+        target_compile_definitions(${lab}_remote_${part} PRIVATE
+          CML_REMOTE_CALLS_HEADER="remote_calls.hpp")
+      endforeach()
+      foreach(kind IN ITEMS public hidden)
+        if(${kind}_tests)
+          set(checker ${lab}_checker)
+          if(kind STREQUAL "hidden")
+            set(checker ${lab}_hidden_checker)
+          endif()
+          add_executable(${checker})
+          target_link_libraries(${checker} PRIVATE ${lab}_${kind}_tests cml_test_main
+                                ${lab}_remote_proxy ${given_target} ${LAB_LIBRARIES})
+          cml_share_allocations(${checker})
+          list(APPEND test_targets ${checker})
+        endif()
+      endforeach()
+      foreach(v IN LISTS variants)
+        set(runner ${lab}_runner)
+        if(v STREQUAL "solution")
+          set(runner ${lab}_runner_solution)
+        endif()
+        add_executable(${runner})
+        target_link_libraries(${runner} PRIVATE cml_runner_main ${lab}_remote_serve ${lab}_${v})
+        list(APPEND test_targets ${runner})
+      endforeach()
+      # The public tests through the pair, on the reference: what the grader runs, checked.
+      if(TARGET ${lab}_runner_solution AND TARGET ${lab}_checker)
+        foreach(layer host gpu)
+          _cml_add_ctest(${lab}.remote.${layer} ${lab}_checker "[${layer}]"
+                         "${layer};${lab};solution;remote" ${LAB_TIMEOUT})
+          set_tests_properties(${lab}.remote.${layer} PROPERTIES
+            ENVIRONMENT "CML_RUNNER=$<TARGET_FILE:${lab}_runner_solution>")
+        endforeach()
+      endif()
+    endif()
     cml_count_launches(${test_targets})  # cml::launch_count() sees every kernel launch
 
     foreach(v IN LISTS variants)

@@ -24,7 +24,7 @@ from .paths import LabPaths
 from .static_checks import harness_objects
 from .tools import find_tool
 
-LINKED_KINDS = ("tests_student", "hidden_student", "bench_student")
+LINKED_KINDS = ("tests_student", "hidden_student", "bench_student", "runner")
 LINKS_FILE = "links.json"  # in an entry: {"kinds": {kind: command}}
 BUILD_DIR = "build"  # in an entry: the objects and libraries, at their build-tree paths
 _SHELL = {"&&", "||", ";", "|", "&", ">", ">>", "<", "2>", "2>&1"}
@@ -34,7 +34,21 @@ def linked_kinds(lab: LabPaths) -> list[str]:
     """The student-linked executables `lab` has: public tests, hidden tests, bench."""
     kinds = ["tests_student"] if any(lab.lab_dir.glob("tests/*.c*")) else []
     kinds += ["hidden_student"] if any(lab.solution_dir.glob("tests/*.c*")) else []
+    kinds += ["runner"] if runs_remote(lab) and kinds else []
     return kinds + (["bench_student"] if any(lab.lab_dir.glob("bench/*.c*")) else [])
+
+
+# The checker that runs each kind of test binary's cases against the runner, when the lab's
+# tests run as checker and runner (cml/remote.hpp): built by the grader, cached like the
+# reference's executables.
+CHECKERS = {"tests_student": "checker", "hidden_student": "hidden_checker"}
+
+
+def runs_remote(lab: LabPaths) -> bool:
+    """True when the lab lists its interface for the runner (tests/remote_calls.hpp): its
+    tests then run in a checker and the student's object in a runner (cml/remote.hpp)."""
+    return (lab.lab_dir / "tests" / "remote_calls.hpp").is_file() and \
+        any(lab.lab_dir.glob("tests/*.c*"))
 
 
 def skeleton_library(lab: LabPaths) -> str:
@@ -188,5 +202,5 @@ def _link(lab: LabPaths, entry: Path, kind: str, argv: list[str], limit: float,
                                   f"{out.output_tail}")
 
 
-__all__ = ["LINKED_KINDS", "linked_kinds", "rewrite", "recorded_command", "save", "commands",
+__all__ = ["CHECKERS", "LINKED_KINDS", "linked_kinds", "runs_remote", "rewrite", "recorded_command", "save", "commands",
            "plan", "link_labs", "skeleton_library", "student_library"]

@@ -32,6 +32,7 @@ import resource
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -506,7 +507,8 @@ def run(cmd: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
         identity: Identity | None = None, file_limit: int = MAX_FILE_BYTES,
         jail: Jail | None = None, max_rss: int = MAX_RSS_BYTES, fresh: bool = False,
         channels: list[Channel] | tuple[Channel, ...] = (),
-        syscalls: str | None = None) -> Outcome:
+        syscalls: str | None = None, extra_fds: tuple[int, ...] = (),
+        done: threading.Event | None = None) -> Outcome:
     """Runs `cmd` in its own session (in `jail` when given and bubblewrap works here); kills
     all its processes after `timeout` seconds or once together they hold more than
     `max_rss` bytes of memory.
@@ -516,7 +518,9 @@ def run(cmd: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
     process writes is seen by the next. `channels`: pipes the process writes its documents
     to (their write ends are passed on; the grader's copies are closed once it started,
     and each is read to its end after it ended). `syscalls`: the seccomp profile of a
-    jailed process (grader/seccomp.py: PROGRAM or TOOL; None: no filter, as for a build)."""
+    jailed process (grader/seccomp.py: PROGRAM or TOOL; None: no filter, as for a build).
+    `extra_fds`: other descriptors the process inherits (a runner's socket). `done`: once
+    set, the process is stopped after a short grace (the checker it served has ended)."""
     start = time.monotonic()
     own = _own_folder(cwd, identity) if fresh else None
     if own is not None:
@@ -525,7 +529,7 @@ def run(cmd: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
         if jail is not None:
             jail = jail.with_bind(own, WORK_INSIDE, writable=True)
     popen_env, popen_cwd, argv = env, cwd, cmd
-    passed = [ch.write_fd for ch in channels]
+    passed = [ch.write_fd for ch in channels] + list(extra_fds)
     filter_fd = None
     try:
         for ch in channels:
@@ -542,7 +546,7 @@ def run(cmd: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
             if filter_fd is not None:
                 passed.append(filter_fd)
         return _run(cmd, argv, popen_cwd, popen_env, timeout, identity, file_limit, jail,
-                    max_rss, start, passed, channels, filter_fd)
+                    max_rss, start, passed, channels, filter_fd, done)
     finally:
         if own is not None:
             _remove(own)
@@ -551,7 +555,8 @@ def run(cmd: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
 def _run(cmd: list[str], argv: list[str], popen_cwd: Path, popen_env: dict[str, str],
          timeout: float, identity: Identity | None, file_limit: int, jail: Jail | None,
          max_rss: int, start: float, passed: list[int],
-         channels: list[Channel] | tuple[Channel, ...], filter_fd: int | None) -> Outcome:
+         channels: list[Channel] | tuple[Channel, ...], filter_fd: int | None,
+         done: threading.Event | None = None) -> Outcome:
     with tempfile.TemporaryFile() as out:
         try:
             proc = subprocess.Popen(argv, cwd=popen_cwd, env=popen_env,
@@ -570,6 +575,7 @@ def _run(cmd: list[str], argv: list[str], popen_cwd: Path, popen_env: dict[str, 
         with _live_lock:
             _live.add(proc.pid)
         timed_out, killed_for = False, None
+        done_at = None
         try:
             while True:
                 try:
@@ -577,6 +583,10 @@ def _run(cmd: list[str], argv: list[str], popen_cwd: Path, popen_env: dict[str, 
                     break
                 except subprocess.TimeoutExpired:
                     pass
+                if done is not None and done.is_set():
+                    done_at = done_at or time.monotonic()
+                    if time.monotonic() - done_at > PAIR_GRACE:
+                        break
                 if time.monotonic() - start > timeout:
                     timed_out = True
                     break
@@ -599,6 +609,64 @@ def _run(cmd: list[str], argv: list[str], popen_cwd: Path, popen_env: dict[str, 
         tail = jail.to_host(tail)
     returncode = None if timed_out else proc.returncode
     return Outcome(cmd, returncode, timed_out, seconds, tail, killed_for)
+
+
+# Seconds a runner may take to end after its checker has (it ends at once when the socket
+# closes, unless its code is still busy).
+PAIR_GRACE = 2.0
+
+
+@dataclass
+class PairOutcome:
+    """A checker and its runner: the checker's outcome decides the report; the runner's says
+    what became of the student's code."""
+
+    checker: Outcome
+    runner: Outcome
+
+
+def run_pair(checker: list[str], runner: list[str], *, cwd: Path, timeout: float,
+             env: dict[str, str], identity: Identity | None = None, jail: Jail | None = None,
+             channels: list[Channel] | tuple[Channel, ...] = (),
+             runner_channels: list[Channel] | tuple[Channel, ...] = (),
+             syscalls: str | None = None) -> PairOutcome:
+    """Runs a checker (the grader's tests, Catch2 and the proxies of a lab's interface:
+    trusted, outside the jail, as the grader) and the runner that carries out its calls (the
+    student's object: in `jail`, as `identity`, under `syscalls`), joined by a socket pair
+    made here: the runner gets one end as `--fd N`, the checker the other as CML_RUNNER_FD.
+    `channels` go to the checker (its report), `runner_channels` to the runner's command (a
+    tool's log). Each gets a fresh folder of its own; both share `timeout`. The runner is
+    stopped once the checker has ended (common/include/cml/remote.hpp)."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    done = threading.Event()
+    result: dict[str, Outcome] = {}
+    errors: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            result["runner"] = run([*runner, "--fd", str(theirs.fileno())], cwd=cwd,
+                                   timeout=timeout, env=env, identity=identity, jail=jail,
+                                   fresh=True, channels=runner_channels, syscalls=syscalls,
+                                   extra_fds=(theirs.fileno(),), done=done)
+        except BaseException as err:  # noqa: BLE001 - raised again in the caller's thread
+            errors.append(err)
+        finally:
+            theirs.close()
+
+    thread = threading.Thread(target=serve, name="cml-runner", daemon=True)
+    try:
+        os.set_inheritable(mine.fileno(), False)
+        thread.start()
+        checker_env = {**env, "CML_RUNNER_FD": str(mine.fileno())}
+        outcome = run(checker, cwd=cwd, timeout=timeout, env=checker_env, fresh=True,
+                      channels=channels, extra_fds=(mine.fileno(),))
+    finally:
+        mine.close()
+        done.set()
+        thread.join()
+    if errors:
+        raise errors[0]
+    return PairOutcome(outcome, result["runner"])
 
 
 def make_shared_dir(path: Path, identity: Identity | None) -> Path:

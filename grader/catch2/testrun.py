@@ -199,6 +199,10 @@ class Runner:
     timeout: float
     wrapper: list[str] = field(default_factory=list)  # e.g. compute-sanitizer and its options
     jail: sandbox.Jail | None = None  # what the binaries see (grader/sandbox.py)
+    # The runner of the student's object: when set, each binary is a checker, run outside
+    # the jail, whose every call into the lab's interface this runner carries out in it
+    # (sandbox.run_pair); the wrapper then applies to the runner.
+    remote: Path | None = None
     deadline: float = math.inf  # time.monotonic() after which nothing more is started
     runs: int = 0
     log: list[str] = field(default_factory=list)
@@ -214,13 +218,21 @@ class Runner:
         parallel.check(self.stop)
         self.runs += 1
         timeout = max(1.0, min(self.timeout, self.deadline - time.monotonic()))
+        syscalls = seccomp.TOOL if self.wrapper else seccomp.PROGRAM
         with sandbox.Channel() as report:
-            cmd = [*self.wrapper, str(binary), spec, "-r", "xml", "-o", report.path,
-                   "--rng-seed", str(self.seed), "--durations", "yes"]  # each case's time
-            outcome = sandbox.run(cmd, cwd=self.run_dir, timeout=timeout, env=self.env,
-                                  identity=self.identity, jail=self.jail, fresh=True,
-                                  channels=[report],
-                                  syscalls=seccomp.TOOL if self.wrapper else seccomp.PROGRAM)
+            args = [spec, "-r", "xml", "-o", report.path, "--rng-seed", str(self.seed),
+                    "--durations", "yes"]  # each case's time
+            if self.remote is not None:
+                pair = sandbox.run_pair([str(binary), *args], [*self.wrapper, str(self.remote)],
+                                        cwd=self.run_dir, timeout=timeout, env=self.env,
+                                        identity=self.identity, jail=self.jail,
+                                        channels=[report], syscalls=syscalls)
+                outcome = pair_outcome(pair)
+            else:
+                outcome = sandbox.run([*self.wrapper, str(binary), *args], cwd=self.run_dir,
+                                      timeout=timeout, env=self.env, identity=self.identity,
+                                      jail=self.jail, fresh=True, channels=[report],
+                                      syscalls=syscalls)
         if report.oversized:
             return [], False, outcome, (f"the test report was larger than "
                                         f"{report.limit // 2**20} MiB: not read")
@@ -279,6 +291,33 @@ class Runner:
             messages.append(line)
         return {case.name: CaseRun(case.name, case.tags, status, messages, outcome.seconds,
                                    binary.name)}
+
+
+# The checker's exit status when its runner was gone before a call (cml/remote.hpp): the
+# report stops there and the cases after it re-run, each with a runner of its own.
+RUNNER_GONE = 75
+# The runner's exit status after a call left its GPU context unusable.
+CONTEXT_LOST = 70
+
+
+def pair_outcome(pair: sandbox.PairOutcome) -> sandbox.Outcome:
+    """One outcome for a checker and its runner, as a student reads it: the checker's while
+    the runner ended as it should (at the end of the run), else the runner's (its crash, exit,
+    time or memory is what ended the run); the output is both's, the runner's last."""
+    checker, runner = pair.checker, pair.runner
+    output = (checker.output_tail.rstrip() + "\n" + runner.output_tail).strip()
+    runner_failed = runner.timed_out or runner.killed_for is not None or \
+        (runner.returncode not in (0, None) and runner.returncode != CONTEXT_LOST)
+    if runner_failed and not checker.timed_out:
+        return sandbox.Outcome(runner.cmd, runner.returncode, runner.timed_out,
+                               checker.seconds, output, runner.killed_for)
+    if checker.returncode == RUNNER_GONE:
+        # the runner ended after a GPU fault (the case that caused it failed with the error);
+        # the checker stopped at the next call so that the rest re-run, each in a new runner
+        return sandbox.Outcome(checker.cmd, None, False, checker.seconds, output,
+                               "ended after a GPU fault in an earlier case")
+    return sandbox.Outcome(checker.cmd, checker.returncode, checker.timed_out,
+                           checker.seconds, output, checker.killed_for)
 
 
 def ended_early(outcome: sandbox.Outcome) -> str:

@@ -41,6 +41,9 @@ class Context:
     # False where the checkout has no reference solution (a student copy): the speed part
     # times the student's bench alone, for feedback (student_only).
     has_reference: bool = True
+    # The runner of the student's object when the lab's tests run as checker and runner
+    # (grader/stages/tests.py); binary() then also knows the checkers.
+    remote: Path | None = None
 
     def limit(self, seconds: float) -> float:
         """A stage's time limit, cut to what is left of the lab's GPU time (at least 1 s, so

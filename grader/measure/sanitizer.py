@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import parallel, sandbox, seccomp
+from ..linking import CHECKERS
 from ..rubric import MemorySafety
 from ..tools import find_tool
 from . import REFUSED_RE, Context
@@ -98,6 +99,13 @@ def _int(text: str) -> int:
     return int(text.replace(",", ""))
 
 
+FORGED_LOG = ("compute-sanitizer's log holds more than one summary: something besides the "
+              "tool wrote into it, so it is not believed")
+OVERSIZED_LOG = ("compute-sanitizer's log was larger than the grader reads, so its summary was "
+                 "never seen: not believed")
+ABNORMAL_END = "compute-sanitizer did not end normally ({}): its log is not believed"
+
+
 def parse_sanitizer_output(text: str, tool: str) -> SanitizerSummary:
     """The summary of one compute-sanitizer run (`--tool TOOL`), from its output.
 
@@ -108,6 +116,14 @@ def parse_sanitizer_output(text: str, tool: str) -> SanitizerSummary:
     lines = _tool_lines(text)
     errors: int | None = None
     warnings = 0
+    tail = text[-TAIL_CHARS:]
+    # The tool prints each summary once, last. Its target may inherit the log's descriptor
+    # and write into it: a second summary (a forged one before or after the tool's own, or
+    # the tool's own hidden behind a partial line) means the log is not the tool's alone.
+    counts = [sum(1 for line in text.splitlines() if pattern.search(line))
+              for pattern in (_RACE_SUMMARY, _ERROR_SUMMARY)]
+    if max(counts) > 1:
+        return SanitizerSummary(tool, 1, False, [FORGED_LOG], tail, 0, complete=False)
     for line in lines:
         m = _RACE_SUMMARY.search(line)
         if m:
@@ -122,7 +138,6 @@ def parse_sanitizer_output(text: str, tool: str) -> SanitizerSummary:
         # warnings are reported as blocks too; keep the errors first
         blocks = ([b for b in blocks if not b.lower().startswith("warning")]
                   + [b for b in blocks if b.lower().startswith("warning")])
-    tail = text[-TAIL_CHARS:]
     if errors is None:
         messages = blocks[:MAX_MESSAGES]
         messages.append(f"compute-sanitizer ({tool}) printed no summary: the program crashed, "
@@ -156,11 +171,11 @@ def memory_safety(ms: MemorySafety, ctx: Context,
     runs = SanitizerRuns(details={"tests": ms.tests})
     planned = [_sanitizer_run(sanitizer, tool, kind, spec, binary, ctx)
                for tool in ms.tools for kind, spec in case_binaries
-               if (binary := ctx.binary(kind)) is not None]
+               if (binary := _tests_binary(ctx, kind)) is not None]
     outcomes = parallel.run_all([functools.partial(_run_sanitizer, p, ctx) for p in planned])
     for tool in ms.tools:
         combined: SanitizerSummary | None = None
-        for one, (out, text) in zip(planned, outcomes):
+        for one, (out, text, oversized) in zip(planned, outcomes):
             if one.tool != tool:
                 continue
             if not text.strip() and REFUSED_RE.search(out.output_tail):
@@ -171,6 +186,12 @@ def memory_safety(ms: MemorySafety, ctx: Context,
             if out.timed_out or (out.signal and summary.complete):
                 summary.complete = False
                 summary.ok = False
+            if one.remote is not None and summary.complete and \
+                    (oversized or out.killed_for or out.returncode not in TOOL_EXITS):
+                # The tool itself was killed, stopped or flooded: its summary is not its own.
+                why = OVERSIZED_LOG if oversized else ABNORMAL_END.format(out.describe())
+                summary = SanitizerSummary(tool, max(summary.errors, 1), False, [why],
+                                           summary.raw_tail, 0, complete=False)
             combined = summary if combined is None else _merge(combined, summary)
             runs.details[f"{tool}:{one.kind}"] = out.describe()
         if combined is not None:
@@ -180,40 +201,72 @@ def memory_safety(ms: MemorySafety, ctx: Context,
     return runs
 
 
+# How compute-sanitizer ends when it ran the runner to its end: the runner's own status (0;
+# 70 after a GPU fault, cml/remote.hpp) or --error-exitcode. Anything else (a signal, 137
+# from a SIGKILL its target sent it) means the tool did not finish its log.
+TOOL_EXITS = (0, 70, 99)
+
+
 @dataclass
 class _SanitizerRun:
-    """One compute-sanitizer invocation: a tool on one binary."""
+    """One compute-sanitizer invocation: a tool on one binary (or, for a lab whose tests run
+    as checker and runner, on the runner that serves the checker `binary`)."""
 
     tool: str
     kind: str
     sanitizer: str
     binary: Path
     spec: str
+    remote: Path | None = None
+
+    def tool_command(self, log: str) -> list[str]:
+        return [self.sanitizer, *SANITIZER_OPTIONS.get(self.tool, ["--tool", self.tool]),
+                "--error-exitcode", "99", "--log-file", log]
+
+    def tests_args(self, report: str, seed: int) -> list[str]:
+        return [self.spec, "-r", "xml", "-o", report, "--rng-seed", str(seed)]
 
     def command(self, log: str, report: str, seed: int) -> list[str]:
         """Its command line, the tool's log written to `log`, the tests' report to `report`."""
-        return [self.sanitizer, *SANITIZER_OPTIONS.get(self.tool, ["--tool", self.tool]),
-                "--error-exitcode", "99", "--log-file", log, str(self.binary), self.spec,
-                "-r", "xml", "-o", report, "--rng-seed", str(seed)]
+        return [*self.tool_command(log), str(self.binary), *self.tests_args(report, seed)]
+
+
+def _tests_binary(ctx: Context, kind: str) -> Path | None:
+    if ctx.remote is not None:
+        return ctx.binary(CHECKERS[kind])
+    return ctx.binary(kind)
 
 
 def _sanitizer_run(sanitizer: str, tool: str, kind: str, spec: str, binary: Path,
                    ctx: Context) -> _SanitizerRun:
-    return _SanitizerRun(tool, kind, sanitizer, binary, spec)
+    return _SanitizerRun(tool, kind, sanitizer, binary, spec, ctx.remote)
 
 
-def _run_sanitizer(one: _SanitizerRun, ctx: Context) -> tuple[sandbox.Outcome, str]:
+def _run_sanitizer(one: _SanitizerRun, ctx: Context) -> tuple[sandbox.Outcome, str, bool]:
     """(the outcome, the tool's log). The log comes through a pipe the grader holds, in a
     folder of the run's own: the program under test finds no file of the tool's to rewrite
     and no file an earlier run left. The tests' own report goes to a pipe too (the tool's
     log decides, not the report)."""
     # the time limit is taken when the run starts: what is left of the lab's GPU time then
     with sandbox.Channel() as log, sandbox.Channel() as report:
-        out = sandbox.run(one.command(log.path, report.path, ctx.seed), cwd=ctx.run_dir,
-                          timeout=ctx.limit(ctx.timeout * 3), env=ctx.env,
-                          identity=ctx.identity, jail=ctx.jail, fresh=True,
-                          channels=[log, report], syscalls=seccomp.TOOL)
-    return out, log.text()
+        if one.remote is not None:
+            # The tool watches the runner alone; the checker (the tests) runs outside the jail.
+            pair = sandbox.run_pair([str(one.binary), *one.tests_args(report.path, ctx.seed)],
+                                    [*one.tool_command(log.path), str(one.remote)],
+                                    cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3),
+                                    env=ctx.env, identity=ctx.identity, jail=ctx.jail,
+                                    channels=[report], runner_channels=[log],
+                                    syscalls=seccomp.TOOL)
+            out = pair.runner
+            if pair.checker.timed_out and not out.timed_out:
+                out = sandbox.Outcome(out.cmd, None, True, pair.checker.seconds,
+                                      out.output_tail)
+        else:
+            out = sandbox.run(one.command(log.path, report.path, ctx.seed), cwd=ctx.run_dir,
+                              timeout=ctx.limit(ctx.timeout * 3), env=ctx.env,
+                              identity=ctx.identity, jail=ctx.jail, fresh=True,
+                              channels=[log, report], syscalls=seccomp.TOOL)
+    return out, log.text(), log.oversized
 
 
 def _merge(a: SanitizerSummary, b: SanitizerSummary) -> SanitizerSummary:

@@ -13,8 +13,12 @@ from ..paths import ROOT
 from ..result import GRADED, BuildRecord, PartResult
 from .job import LabJob
 
-STUDENT_KINDS = ("tests_student", "hidden_student", "bench_student")
-KINDS = STUDENT_KINDS + ("tests_solution", "bench_solution")
+STUDENT_KINDS = ("tests_student", "hidden_student", "bench_student", "runner")
+# The grader's own executables: the reference's, and the checkers that hold the tests when
+# they run against the student's runner (common/include/cml/remote.hpp); none holds the
+# student's code, so the reference cache keeps them.
+REFERENCE_KINDS = ("tests_solution", "bench_solution", "checker", "hidden_checker")
+KINDS = STUDENT_KINDS + REFERENCE_KINDS
 
 
 @dataclass
@@ -43,8 +47,18 @@ def _reference_targets(job: LabJob) -> list[str]:
     if lab.folder in job.trees.references or not lab.solution_file.is_file():
         return []
     targets = [f"{tag}_tests_solution"] if _has(job, "tests/*.c*") else []
+    targets += _checker_targets(job)
     return targets + ([f"{tag}_bench_solution"] if _has(job, "bench/*.c*")
                       and job.rubric.performance else [])
+
+
+def _checker_targets(job: LabJob) -> list[str]:
+    """The lab's checkers, where it lists its interface for the runner."""
+    if not linking.runs_remote(job.lab):
+        return []
+    tag = job.lab.tag
+    return [f"{tag}_checker"] + ([f"{tag}_hidden_checker"]
+                                 if _has(job, "tests/*.c*", "solution") else [])
 
 
 def _linked_targets(job: LabJob) -> list[str]:
@@ -116,6 +130,7 @@ def reference(job: LabJob) -> None:
         return  # built once, in the reference cache (grader/refcache.py)
     has_solution = lab.solution_file.is_file()
     targets = [f"{tag}_tests_solution"] if _has(job, "tests/*.c*") and has_solution else []
+    targets += _checker_targets(job) if has_solution else []
     targets += ([f"{tag}_bench_solution"] if _has(job, "bench/*.c*")
                 and job.rubric.performance and has_solution else [])
     if not targets:
@@ -195,7 +210,7 @@ def binaries(job: LabJob) -> dict[str, Path | None]:
     found = {k: workspace.binary(job.trees.build, job.lab, k) for k in KINDS}
     cached = job.trees.references.get(job.lab.folder)
     if cached is not None:
-        found.update({k: cached.binary(k) for k in ("tests_solution", "bench_solution")})
+        found.update({k: cached.binary(k) for k in REFERENCE_KINDS})
     return found
 
 

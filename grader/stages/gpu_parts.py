@@ -35,7 +35,8 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
     ctx = Context(place.run_dir, trees.run_env, trees.identity, job.seed,
                                job.test_timeout, place.binaries.get, jail=place.jail,
                                deadline=time.monotonic() + STAGE_BUDGET * job.test_timeout,
-                               has_reference=job.lab.solution_dir.is_dir())
+                               has_reference=job.lab.solution_dir.is_dir(),
+                               remote=place.remote)
     folder = job.lab.folder
     ms = rubric.memory_safety
     if ms:

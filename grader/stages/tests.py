@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .. import parallel, sandbox, workspace
+from ..linking import CHECKERS
 from ..result import CRASHED, FAILED, PASSED, TIMEOUT
 from ..catch2.testrun import Case, CaseRun, Runner, list_cases
 from .job import STAGE_BUDGET, LabJob
@@ -32,6 +33,16 @@ class RunPlace:
     run_dir: Path
     jail: sandbox.Jail
     binaries: dict[str, Path | None]
+    # The runner of the student's object, when the lab's tests run as checker and runner
+    # (common/include/cml/remote.hpp): the checkers hold the tests, outside the jail.
+    remote: Path | None = None
+
+    def test_binary(self, kind: str) -> Path | None:
+        """What runs the cases of `kind` (tests_student, hidden_student): its checker when
+        the lab runs as a pair, else the binary linked with the student's object."""
+        if self.remote is not None:
+            return self.binaries.get(CHECKERS[kind])
+        return self.binaries[kind]
 
 
 @dataclass
@@ -60,10 +71,23 @@ def prepare(job: LabJob, binaries: dict[str, Path | None]) -> tuple[RunPlace, li
     run_dir.mkdir(parents=True)
     run_dir.chmod(0o711)
     jail = sandbox.Jail(gpu=job.has_gpu)
-    for kind in ("tests_student", "hidden_student", "bench_student"):
-        if binary := binaries[kind]:
+    for kind in ("tests_student", "hidden_student", "bench_student", "runner"):
+        if binary := binaries.get(kind):
             jail.add(binary, f"{sandbox.JAIL_ROOT}/bin/{binary.name}")
-    return RunPlace(run_dir, jail, binaries), canonical
+    return RunPlace(run_dir, jail, binaries, remote_runner(binaries)), canonical
+
+
+def remote_runner(binaries: dict[str, Path | None]) -> Path | None:
+    """The runner when the lab's tests run as checker and runner: a runner, and a checker
+    for every kind of test binary that was built (else None: the tests run in the binaries
+    linked with the student's object, as a student's own build does)."""
+    runner = binaries.get("runner")
+    if runner is None:
+        return None
+    for kind, checker in CHECKERS.items():
+        if binaries.get(kind) is not None and binaries.get(checker) is None:
+            return None
+    return runner
 
 
 @contextmanager
@@ -89,7 +113,7 @@ def run(job: LabJob, place: RunPlace, canonical: list[Case]) -> TestRuns:
             stop = threading.Event()
             todo = []
             for kind in TEST_KINDS:
-                binary = place.binaries[kind]
+                binary = place.test_binary(kind)
                 if binary is None:
                     continue
                 expected = [c for c in canonical if c.matches(spec)
@@ -98,14 +122,14 @@ def run(job: LabJob, place: RunPlace, canonical: list[Case]) -> TestRuns:
                     continue
                 runner = Runner(place.run_dir, trees.run_env, trees.identity, job.seed,
                                 job.test_timeout, jail=place.jail, deadline=deadline,
-                                stop=stop)
+                                stop=stop, remote=place.remote)
                 job.say(f"{job.lab.folder}: running {layer} tests ({binary.name})")
-                todo.append((runner, binary, expected))
+                todo.append((runner, binary, expected, kind))
             done = parallel.run_all(
-                [functools.partial(r.run_layer, b, spec, e) for r, b, e in todo], stop=stop)
-            for (runner, binary, _), (runs, outcome) in zip(todo, done):
+                [functools.partial(r.run_layer, b, spec, e) for r, b, e, _ in todo], stop=stop)
+            for (runner, binary, _, kind), (runs, outcome) in zip(todo, done):
                 output = getattr(outcome, "output_tail", "").rstrip()
-                if binary == place.binaries.get("hidden_student"):
+                if kind == "hidden_student":
                     # what code in the student's process printed while hidden tests ran
                     # could quote them: the log, too, keeps none of it
                     output = HIDDEN_OUTPUT if output else ""

@@ -103,4 +103,14 @@ class DryLaunches {
   DryLaunches& operator=(const DryLaunches&) = delete;
 };
 
+namespace detail {
+
+/// True while a DryLaunches lives on this thread (the grader's checker sends it with a call).
+bool dry_launches();
+
+/// Counts `count` launches made by another process for this one and logs `kernels`, the last
+/// of them (the checker's record of what a call in its runner launched: cml/remote.hpp).
+void log_launches(std::uint64_t count, const std::vector<const void*>& kernels);
+
+}  // namespace detail
 }  // namespace cml

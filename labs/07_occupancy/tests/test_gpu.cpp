@@ -13,6 +13,7 @@
 #include "chase_check.hpp"
 #include "cml/check.hpp"
 #include "cml/device_info.hpp"
+#include "cml/kernel_query.hpp"
 #include "cml/testing.hpp"
 #include "occupancy.cuh"
 #include "sweep_kernels.hpp"
@@ -74,8 +75,7 @@ TEST_CASE("The exact calculator equals cudaOccupancyMaxActiveBlocksPerMultiproce
   std::size_t largest_shared = 0;
   std::ostringstream mismatches;
   for (const auto& k : kernels) {
-    cudaFuncAttributes attr{};
-    CUDA_CHECK(cudaFuncGetAttributes(&attr, k.func));
+    const cudaFuncAttributes attr = cml::func_attributes(k.func);
     register_counts.insert(attr.numRegs);
     std::vector<std::size_t> dynamic = {0};
     if (k.dynamic_shared) {
@@ -87,8 +87,7 @@ TEST_CASE("The exact calculator equals cudaOccupancyMaxActiveBlocksPerMultiproce
       // Beyond the kernel's own limit a launch would fail; the runtime is not asked there.
       if (threads > attr.maxThreadsPerBlock) continue;
       for (std::size_t dyn : dynamic) {
-        int runtime = -1;
-        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&runtime, k.func, threads, dyn));
+        const int runtime = cml::max_active_blocks(k.func, threads, dyn);
         const lab07::BlockUsage usage{threads, attr.numRegs, attr.sharedSizeBytes + dyn};
         const auto mine = lab07::exact_occupancy(limits, usage);
         ++configurations;
@@ -143,18 +142,13 @@ TEST_CASE("The tuned chase keeps at least three quarters of the warp slots busy"
   const cudaDeviceProp prop = this_device();
   const auto config = lab07::chase_tuned_config();
   REQUIRE(config.kernel != nullptr);
-  cudaFuncAttributes attr{};
-  CUDA_CHECK(cudaFuncGetAttributes(&attr, config.kernel));
-  int blocks = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, config.kernel,
-                                                           config.block_threads, 0));
+  const cudaFuncAttributes attr = cml::func_attributes(config.kernel);
+  const int blocks = cml::max_active_blocks(config.kernel, config.block_threads, 0);
   const int warps_per_block = (config.block_threads + prop.warpSize - 1) / prop.warpSize;
   const int max_warps = prop.maxThreadsPerMultiProcessor / prop.warpSize;
   const double occupancy = static_cast<double>(blocks * warps_per_block) / max_warps;
   const auto base = lab07::chase_baseline_config();
-  int base_blocks = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&base_blocks, base.kernel,
-                                                           base.block_threads, 0));
+  const int base_blocks = cml::max_active_blocks(base.kernel, base.block_threads, 0);
   INFO("tuned chase: " << config.block_threads << "-thread blocks, " << attr.numRegs
                        << " registers per thread -> " << blocks << " blocks, "
                        << blocks * warps_per_block << " of " << max_warps << " warps ("

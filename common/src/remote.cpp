@@ -1,0 +1,335 @@
+// The checker's and the runner's halves of a remote call (cml/remote.hpp): framing on the
+// socket (descriptors included), the answer's launches, exceptions and CUDA errors, and the
+// checker's connection to its runner. Device buffers: remote_memory.cpp.
+#include "cml/remote.hpp"
+
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <typeinfo>
+
+#include "cml/check.hpp"
+#include "cml/kernel_query.hpp"
+#include "cml/launch_count.hpp"
+#include "remote_wire.hpp"
+
+extern char** environ;
+
+namespace cml::remote {
+namespace {
+
+// ---- Framing: a 32-bit length, then the message; descriptors ride on the length -----------
+
+bool write_all(int fd, const char* data, std::size_t n) {
+  while (n > 0) {
+    const ssize_t sent = ::send(fd, data, n, MSG_NOSIGNAL);
+    if (sent < 0 && errno == EINTR) continue;
+    if (sent <= 0) return false;
+    data += sent;
+    n -= static_cast<std::size_t>(sent);
+  }
+  return true;
+}
+
+// Reads exactly n bytes; the descriptors that came with them are appended to `fds` (or closed
+// when `fds` is null or full).
+bool read_all(int fd, char* data, std::size_t n, std::vector<int>* fds) {
+  while (n > 0) {
+    iovec io{data, n};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
+    msghdr msg{};
+    msg.msg_iov = &io;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t got = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (std::size_t i = 0; i < count; ++i) {
+        int received = -1;
+        std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        if (fds != nullptr && fds->size() < kMaxFds) {
+          fds->push_back(received);
+        } else {
+          ::close(received);
+        }
+      }
+    }
+    data += got;
+    n -= static_cast<std::size_t>(got);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool send_frame(int fd, Writer& message) {
+  const auto& bytes = message.buffer();
+  auto& fds = message.fds();
+  bool ok = bytes.size() <= kMaxFrame && fds.size() <= kMaxFds;
+  if (ok) {
+    auto n = static_cast<std::uint32_t>(bytes.size());
+    iovec io{&n, sizeof n};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
+    msghdr msg{};
+    msg.msg_iov = &io;
+    msg.msg_iovlen = 1;
+    if (!fds.empty()) {
+      msg.msg_control = control;
+      msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+      cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+      std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+    }
+    ssize_t sent = -1;
+    do {
+      sent = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    ok = sent > 0 && (static_cast<std::size_t>(sent) == sizeof n ||
+                      write_all(fd, reinterpret_cast<const char*>(&n) + sent,
+                                sizeof n - static_cast<std::size_t>(sent)));
+    ok = ok && write_all(fd, bytes.data(), bytes.size());
+  }
+  for (int d : fds) ::close(d);
+  fds.clear();
+  return ok;
+}
+
+FrameStatus receive_frame(int fd, std::vector<char>& message, std::vector<int>& fds) {
+  for (int d : fds) ::close(d);
+  fds.clear();
+  std::uint32_t n = 0;
+  if (!read_all(fd, reinterpret_cast<char*>(&n), sizeof n, &fds)) return FrameStatus::kClosed;
+  if (n > kMaxFrame) return FrameStatus::kTooLarge;
+  message.resize(n);
+  if (!read_all(fd, message.data(), n, nullptr)) return FrameStatus::kClosed;
+  return FrameStatus::kOk;
+}
+
+Reader::~Reader() {
+  for (int d : fds_) {
+    if (d >= 0) ::close(d);
+  }
+}
+
+int Reader::take_fd(std::uint32_t index) {
+  if (index >= fds_.size() || fds_[index] < 0) {
+    throw ProtocolError("a device buffer came without its descriptor");
+  }
+  const int fd = fds_[index];
+  fds_[index] = -1;
+  return fd;
+}
+
+// ---- Exceptions as they cross ---------------------------------------------------------
+
+void put_exception(Writer& w, std::exception_ptr error) {
+  ExceptionKind kind = ExceptionKind::kOther;
+  std::string what = "an exception that is not a std::exception";
+  std::int32_t cuda_code = 0;
+  try {
+    std::rethrow_exception(error);
+  } catch (const CudaError& e) {
+    kind = ExceptionKind::kCuda, what = e.what(), cuda_code = e.code();
+  } catch (const std::invalid_argument& e) {
+    kind = ExceptionKind::kInvalidArgument, what = e.what();
+  } catch (const std::domain_error& e) {
+    kind = ExceptionKind::kDomainError, what = e.what();
+  } catch (const std::length_error& e) {
+    kind = ExceptionKind::kLengthError, what = e.what();
+  } catch (const std::out_of_range& e) {
+    kind = ExceptionKind::kOutOfRange, what = e.what();
+  } catch (const std::logic_error& e) {
+    kind = ExceptionKind::kLogicError, what = e.what();
+  } catch (const std::range_error& e) {
+    kind = ExceptionKind::kRangeError, what = e.what();
+  } catch (const std::overflow_error& e) {
+    kind = ExceptionKind::kOverflowError, what = e.what();
+  } catch (const std::underflow_error& e) {
+    kind = ExceptionKind::kUnderflowError, what = e.what();
+  } catch (const std::runtime_error& e) {
+    kind = ExceptionKind::kRuntimeError, what = e.what();
+  } catch (const std::bad_alloc& e) {
+    kind = ExceptionKind::kBadAlloc, what = e.what();
+  } catch (const std::exception& e) {
+    kind = ExceptionKind::kStdException, what = e.what();
+  } catch (...) {
+  }
+  w.pod(kind);
+  w.pod(cuda_code);
+  w.text(what);
+}
+
+namespace {
+
+// Thrown where the runner threw: the same standard type, the same message.
+[[noreturn]] void rethrow(Reader& r) {
+  const auto kind = r.pod<ExceptionKind>();
+  const auto cuda_code = r.pod<std::int32_t>();
+  const std::string what = r.text();
+  switch (kind) {
+    case ExceptionKind::kCuda: throw CudaError(static_cast<cudaError_t>(cuda_code), what);
+    case ExceptionKind::kInvalidArgument: throw std::invalid_argument(what);
+    case ExceptionKind::kDomainError: throw std::domain_error(what);
+    case ExceptionKind::kLengthError: throw std::length_error(what);
+    case ExceptionKind::kOutOfRange: throw std::out_of_range(what);
+    case ExceptionKind::kLogicError: throw std::logic_error(what);
+    case ExceptionKind::kRangeError: throw std::range_error(what);
+    case ExceptionKind::kOverflowError: throw std::overflow_error(what);
+    case ExceptionKind::kUnderflowError: throw std::underflow_error(what);
+    case ExceptionKind::kRuntimeError: throw std::runtime_error(what);
+    case ExceptionKind::kBadAlloc: throw std::runtime_error("std::bad_alloc: " + what);
+    case ExceptionKind::kStdException: throw std::runtime_error(what);
+    case ExceptionKind::kOther: break;
+  }
+  throw std::runtime_error(what);
+}
+
+// ---- The checker's connection to its runner ---------------------------------------------
+
+// Exit status of a checker whose runner is gone before a call: the report stops there, so
+// the grader re-runs the cases that did not report, each with a runner of its own.
+constexpr int kRunnerGoneExit = 75;
+
+class Connection {
+ public:
+  // The socket: CML_RUNNER_FD (the grader made the pair and started the runner in its jail),
+  // else a runner this process starts itself: CML_RUNNER, else labNN_runner beside it.
+  int socket() {
+    if (fd_ >= 0) return fd_;
+    if (const char* given = std::getenv("CML_RUNNER_FD")) {
+      fd_ = std::atoi(given);
+      return fd_;
+    }
+    start_runner();
+    return fd_;
+  }
+
+  [[noreturn]] void gone(const std::string& why) {
+    std::fprintf(stderr, "cml: %s\n", why.c_str());
+    std::fflush(stderr);
+    std::_Exit(kRunnerGoneExit);
+  }
+
+  bool lost = false;  // the runner ended during an earlier call
+
+ private:
+  void start_runner() {
+    std::string path;
+    if (const char* given = std::getenv("CML_RUNNER")) {
+      path = given;
+    } else {
+      char self[PATH_MAX] = {};
+      const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+      if (n <= 0) gone("cannot find this executable's folder to start the runner");
+      // labNN_checker and labNN_hidden_checker start labNN_runner from their own folder.
+      path.assign(self, static_cast<std::size_t>(n));
+      const std::size_t folder = path.rfind('/') + 1;
+      path = path.substr(0, path.find('_', folder)) + "_runner";
+    }
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+      gone("cannot make the runner's socket");
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, pair[1], 3);
+    std::string fd_arg = "3";
+    char* argv[] = {path.data(), const_cast<char*>("--fd"), fd_arg.data(), nullptr};
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(pair[1]);
+    if (rc != 0) gone("cannot start the runner " + path + ": " + std::strerror(rc));
+    fd_ = pair[0];
+  }
+
+  int fd_ = -1;
+};
+
+Connection& connection() {
+  static Connection c;
+  return c;
+}
+
+std::mutex g_call_mutex;  // one call in flight: the answer is the one to the call sent
+
+}  // namespace
+
+Reader exchange(const char* name, Writer& arguments) {
+  std::lock_guard<std::mutex> lock(g_call_mutex);
+  Connection& c = connection();
+  if (c.lost) c.gone(std::string("the process running the lab's code is gone; ") + name +
+                     " and the cases after it run again in a process of their own");
+  Writer request;
+  request.text(name);
+  request.pod<std::uint8_t>(detail::dry_launches() ? 1 : 0);
+  request.bytes(arguments.buffer().data(), arguments.buffer().size());
+  request.fds() = std::move(arguments.fds());  // send_frame() closes them
+  arguments.fds().clear();
+  // Every buffer the checker filled is complete before the runner reads it.
+  if (!request.fds().empty()) CUDA_CHECK(cudaDeviceSynchronize());
+  const int fd = c.socket();
+  std::vector<char> answer;
+  std::vector<int> no_fds;
+  const bool sent = send_frame(fd, request);
+  if (!sent || receive_frame(fd, answer, no_fds) != FrameStatus::kOk) {
+    c.lost = true;
+    throw std::runtime_error(std::string("the process running your code ended during ") + name +
+                             " (it crashed, called exit or was stopped): this case fails; "
+                             "the cases after it run in a new process");
+  }
+  Reader r(std::move(answer));
+  const auto status = r.pod<AnswerStatus>();
+  const auto launched = r.pod<std::uint64_t>();
+  const auto logged = r.pod<std::uint64_t>();
+  if (logged > launched || logged > kLaunchLogSize) throw ProtocolError("bad launch log");
+  std::vector<const void*> kernels;
+  for (std::uint64_t i = 0; i < logged; ++i) {
+    kernels.push_back(reinterpret_cast<const void*>(r.pod<std::uint64_t>() | kRemoteTag));
+  }
+  detail::log_launches(launched, kernels);
+  if (r.pod<std::uint8_t>() != 0) c.lost = true;  // the runner's GPU context is dead: it ends
+  if (status == AnswerStatus::kThrew) rethrow(r);
+  if (status != AnswerStatus::kReturned) throw ProtocolError("bad answer status");
+  return r;
+}
+
+}  // namespace cml::remote
+
+namespace cml {
+
+cudaFuncAttributes func_attributes(const void* kernel) {
+  if (remote::is_remote_kernel(kernel)) {
+    return remote::Call<cudaFuncAttributes (*)(const void*)>{"cml.func_attributes"}(kernel);
+  }
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  return attributes;
+}
+
+int max_active_blocks(const void* kernel, int block_threads, std::size_t dynamic_shared) {
+  if (remote::is_remote_kernel(kernel)) {
+    return remote::Call<int (*)(const void*, int, std::size_t)>{"cml.max_active_blocks"}(
+        kernel, block_threads, dynamic_shared);
+  }
+  int blocks = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_threads,
+                                                           dynamic_shared));
+  return blocks;
+}
+
+}  // namespace cml

@@ -1,0 +1,161 @@
+// The runner: the process that holds the student's object when the grader runs a lab's tests
+// (cml/remote.hpp). It reads one call at a time from the socket the checker holds the other end
+// of, makes it, waits for the GPU, and answers; it ends when the checker closes the socket.
+// It decides nothing: the checker judges every answer.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cml/check.hpp"
+#include "cml/launch_count.hpp"
+#include "cml/remote.hpp"
+#include "remote_wire.hpp"
+
+namespace {
+
+using cml::remote::Entry;
+using cml::remote::Mappings;
+using cml::remote::Reader;
+using cml::remote::Serve;
+using cml::remote::Writer;
+
+// Exit status after a call left the GPU context unusable (an illegal address): the checker
+// re-runs the cases after it with a new runner.
+constexpr int kContextLostExit = 70;
+
+cudaFuncAttributes func_attributes(const void* kernel) {
+  cudaFuncAttributes attributes{};
+  const cudaError_t rc = cudaFuncGetAttributes(&attributes, kernel);
+  if (rc != cudaSuccess) throw cml::CudaError(rc, cudaGetErrorString(rc));
+  return attributes;
+}
+
+int max_active_blocks(const void* kernel, int block_threads, std::size_t dynamic_shared) {
+  int blocks = 0;
+  const cudaError_t rc = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel,
+                                                                       block_threads,
+                                                                       dynamic_shared);
+  if (rc != cudaSuccess) throw cml::CudaError(rc, cudaGetErrorString(rc));
+  return blocks;
+}
+
+// The calls every runner answers beside the lab's (cml/kernel_query.hpp).
+const std::vector<Entry>& builtin_entries() {
+  static const std::vector<Entry> entries = {
+      {"cml.func_attributes",
+       &Serve<decltype(&func_attributes)>::serve<&func_attributes>},
+      {"cml.max_active_blocks",
+       &Serve<decltype(&max_active_blocks)>::serve<&max_active_blocks>},
+  };
+  return entries;
+}
+
+const Entry* find(const std::string& name) {
+  for (const auto* table : {&cml::remote::lab_entries(), &builtin_entries()}) {
+    for (const Entry& e : *table) {
+      if (name == e.name) return &e;
+    }
+  }
+  return nullptr;
+}
+
+struct Outcome {
+  bool threw = false;
+  Writer result;
+  Writer error;
+  bool context_lost = false;
+};
+
+// Makes one call; waits for the work it queued when it touched the GPU.
+Outcome serve(const Entry& entry, Reader& in, bool dry) {
+  Outcome out;
+  Mappings maps;
+  const std::uint64_t before = cml::launch_count();
+  try {
+    if (dry) {
+      const cml::DryLaunches no_work;
+      entry.serve(in, out.result, maps);
+    } else {
+      entry.serve(in, out.result, maps);
+    }
+  } catch (...) {
+    out.threw = true;
+    cml::remote::put_exception(out.error, std::current_exception());
+  }
+  if (cml::launch_count() != before || maps.any()) {
+    const cudaError_t first = cudaDeviceSynchronize();
+    if (first != cudaSuccess) {
+      cudaGetLastError();
+      // A sticky error (the context is gone) comes back from every later call.
+      out.context_lost = cudaDeviceSynchronize() != cudaSuccess;
+      if (!out.threw) {
+        out.threw = true;
+        out.error = Writer();
+        try {
+          throw cml::CudaError(first, std::string("CUDA error ") + cudaGetErrorName(first) +
+                                          " (" + cudaGetErrorString(first) +
+                                          ") after the call returned: the work it queued on "
+                                          "the GPU failed");
+        } catch (...) {
+          cml::remote::put_exception(out.error, std::current_exception());
+        }
+      }
+    }
+  }
+  return out;
+}
+
+Writer answer(const Outcome& outcome, std::uint64_t before) {
+  Writer w;
+  w.pod(outcome.threw ? cml::remote::AnswerStatus::kThrew : cml::remote::AnswerStatus::kReturned);
+  const std::uint64_t launched = cml::launch_count() - before;
+  const auto kernels = cml::launched_kernels(before);
+  w.pod<std::uint64_t>(launched);
+  w.pod<std::uint64_t>(kernels.size());
+  for (const void* k : kernels) w.pod<std::uint64_t>(reinterpret_cast<std::uintptr_t>(k));
+  w.pod<std::uint8_t>(outcome.context_lost ? 1 : 0);
+  const auto& tail = outcome.threw ? outcome.error.buffer() : outcome.result.buffer();
+  w.bytes(tail.data(), tail.size());
+  return w;
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  int fd = -1;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--fd") == 0) fd = std::atoi(argv[i + 1]);
+  }
+  if (fd < 0) {
+    std::fprintf(stderr,
+                 "usage: %s --fd N\nThe grader's runner: it makes the calls of the lab's tests, "
+                 "which a checker sends it over the socket N. Run the checker instead.\n",
+                 argv[0]);
+    return 2;
+  }
+  std::vector<char> message;
+  std::vector<int> fds;
+  while (cml::remote::receive_frame(fd, message, fds) == cml::remote::FrameStatus::kOk) {
+    Reader in(std::move(message), std::move(fds));
+    message = {};
+    fds = {};
+    const std::string name = in.text();
+    const bool dry = in.pod<std::uint8_t>() != 0;
+    const Entry* entry = find(name);
+    if (entry == nullptr) {
+      std::fprintf(stderr, "runner: no function %s in this lab\n", name.c_str());
+      return 3;
+    }
+    const std::uint64_t before = cml::launch_count();
+    const Outcome outcome = serve(*entry, in, dry);
+    Writer reply = answer(outcome, before);
+    if (!cml::remote::send_frame(fd, reply)) return 0;
+    if (outcome.context_lost) return kContextLostExit;
+  }
+  return 0;
+}
