@@ -648,7 +648,7 @@ def run_pair(checker: list[str], runner: list[str], *, cwd: Path, timeout: float
                                    timeout=timeout, env=env, identity=identity, jail=jail,
                                    fresh=True, channels=runner_channels, syscalls=syscalls,
                                    extra_fds=(theirs.fileno(),), done=done)
-        except BaseException as err:  # noqa: BLE001 - raised again in the caller's thread
+        except BaseException as err:  # raised again in the caller's thread
             errors.append(err)
         finally:
             theirs.close()

@@ -181,19 +181,32 @@ namespace {
   const auto cuda_code = r.pod<std::int32_t>();
   const std::string what = r.text();
   switch (kind) {
-    case ExceptionKind::kCuda: throw CudaError(static_cast<cudaError_t>(cuda_code), what);
-    case ExceptionKind::kInvalidArgument: throw std::invalid_argument(what);
-    case ExceptionKind::kDomainError: throw std::domain_error(what);
-    case ExceptionKind::kLengthError: throw std::length_error(what);
-    case ExceptionKind::kOutOfRange: throw std::out_of_range(what);
-    case ExceptionKind::kLogicError: throw std::logic_error(what);
-    case ExceptionKind::kRangeError: throw std::range_error(what);
-    case ExceptionKind::kOverflowError: throw std::overflow_error(what);
-    case ExceptionKind::kUnderflowError: throw std::underflow_error(what);
-    case ExceptionKind::kRuntimeError: throw std::runtime_error(what);
-    case ExceptionKind::kBadAlloc: throw std::runtime_error("std::bad_alloc: " + what);
-    case ExceptionKind::kStdException: throw std::runtime_error(what);
-    case ExceptionKind::kOther: break;
+    case ExceptionKind::kCuda:
+      throw CudaError(static_cast<cudaError_t>(cuda_code), what);
+    case ExceptionKind::kInvalidArgument:
+      throw std::invalid_argument(what);
+    case ExceptionKind::kDomainError:
+      throw std::domain_error(what);
+    case ExceptionKind::kLengthError:
+      throw std::length_error(what);
+    case ExceptionKind::kOutOfRange:
+      throw std::out_of_range(what);
+    case ExceptionKind::kLogicError:
+      throw std::logic_error(what);
+    case ExceptionKind::kRangeError:
+      throw std::range_error(what);
+    case ExceptionKind::kOverflowError:
+      throw std::overflow_error(what);
+    case ExceptionKind::kUnderflowError:
+      throw std::underflow_error(what);
+    case ExceptionKind::kRuntimeError:
+      throw std::runtime_error(what);
+    case ExceptionKind::kBadAlloc:
+      throw std::runtime_error("std::bad_alloc: " + what);
+    case ExceptionKind::kStdException:
+      throw std::runtime_error(what);
+    case ExceptionKind::kOther:
+      break;
   }
   throw std::runtime_error(what);
 }
@@ -272,8 +285,9 @@ std::mutex g_call_mutex;  // one call in flight: the answer is the one to the ca
 Reader exchange(const char* name, Writer& arguments) {
   std::lock_guard<std::mutex> lock(g_call_mutex);
   Connection& c = connection();
-  if (c.lost) c.gone(std::string("the process running the lab's code is gone; ") + name +
-                     " and the cases after it run again in a process of their own");
+  if (c.lost)
+    c.gone(std::string("the process running the lab's code is gone; ") + name +
+           " and the cases after it run again in a process of their own");
   Writer request;
   request.text(name);
   request.pod<std::uint8_t>(detail::dry_launches() ? 1 : 0);
@@ -321,14 +335,14 @@ cudaFuncAttributes func_attributes(const void* kernel) {
   return attributes;
 }
 
-int max_active_blocks(const void* kernel, int block_threads, std::size_t dynamic_shared) {
+int max_active_blocks(const void* kernel, int block_threads, std::size_t dynamic_bytes) {
   if (remote::is_remote_kernel(kernel)) {
-    return remote::Call<int (*)(const void*, int, std::size_t)>{"cml.max_active_blocks"}(
-        kernel, block_threads, dynamic_shared);
+    return remote::Call<int (*)(const void*, int, std::size_t)>{
+        "cml.max_active_blocks"}(kernel, block_threads, dynamic_bytes);
   }
   int blocks = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_threads,
-                                                           dynamic_shared));
+  CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_threads, dynamic_bytes));
   return blocks;
 }
 

@@ -42,8 +42,7 @@ template <class F>
 bool entry(const char* name, F& out) {
   void* p = nullptr;
   cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found) !=
-          cudaSuccess ||
+  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found) != cudaSuccess ||
       found != cudaDriverEntryPointSuccess) {
     cudaGetLastError();
     return false;
@@ -230,9 +229,9 @@ void* Mappings::open(std::uint64_t origin, int fd, std::uint64_t bytes, std::uin
     throw std::runtime_error("the driver offers no virtual memory management");
   }
   CUmemGenericAllocationHandle handle{};
-  const CUresult imported = d.import_handle(
-      &handle, reinterpret_cast<void*>(static_cast<std::uintptr_t>(fd)),
-      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  const CUresult imported =
+      d.import_handle(&handle, reinterpret_cast<void*>(static_cast<std::uintptr_t>(fd)),
+                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   ::close(fd);
   check(imported, "cuMemImportFromShareableHandle");
   CUdeviceptr address = 0;

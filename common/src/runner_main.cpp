@@ -35,11 +35,10 @@ cudaFuncAttributes func_attributes(const void* kernel) {
   return attributes;
 }
 
-int max_active_blocks(const void* kernel, int block_threads, std::size_t dynamic_shared) {
+int max_active_blocks(const void* kernel, int block_threads, std::size_t dynamic_bytes) {
   int blocks = 0;
-  const cudaError_t rc = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel,
-                                                                       block_threads,
-                                                                       dynamic_shared);
+  const cudaError_t rc =
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_threads, dynamic_bytes);
   if (rc != cudaSuccess) throw cml::CudaError(rc, cudaGetErrorString(rc));
   return blocks;
 }
@@ -47,10 +46,8 @@ int max_active_blocks(const void* kernel, int block_threads, std::size_t dynamic
 // The calls every runner answers beside the lab's (cml/kernel_query.hpp).
 const std::vector<Entry>& builtin_entries() {
   static const std::vector<Entry> entries = {
-      {"cml.func_attributes",
-       &Serve<decltype(&func_attributes)>::serve<&func_attributes>},
-      {"cml.max_active_blocks",
-       &Serve<decltype(&max_active_blocks)>::serve<&max_active_blocks>},
+      {"cml.func_attributes", &Serve<decltype(&func_attributes)>::serve<&func_attributes>},
+      {"cml.max_active_blocks", &Serve<decltype(&max_active_blocks)>::serve<&max_active_blocks>},
   };
   return entries;
 }
@@ -97,8 +94,8 @@ Outcome serve(const Entry& entry, Reader& in, bool dry) {
         out.threw = true;
         out.error = Writer();
         try {
-          throw cml::CudaError(first, std::string("CUDA error ") + cudaGetErrorName(first) +
-                                          " (" + cudaGetErrorString(first) +
+          throw cml::CudaError(first, std::string("CUDA error ") + cudaGetErrorName(first) + " (" +
+                                          cudaGetErrorString(first) +
                                           ") after the call returned: the work it queued on "
                                           "the GPU failed");
         } catch (...) {

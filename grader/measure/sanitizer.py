@@ -99,6 +99,10 @@ def _int(text: str) -> int:
     return int(text.replace(",", ""))
 
 
+# A summary line as the tool ends it (not "N errors were not printed", which follows one),
+# wherever it starts: a line glued to a partial one the target wrote still counts.
+_SUMMARY_ENDS = (re.compile(r"ERROR SUMMARY:\s*[\d,]+\s+errors?\s*$", re.I),
+                 re.compile(r"RACECHECK SUMMARY:\s*[\d,]+\s+hazards?\s+displayed", re.I))
 FORGED_LOG = ("compute-sanitizer's log holds more than one summary: something besides the "
               "tool wrote into it, so it is not believed")
 OVERSIZED_LOG = ("compute-sanitizer's log was larger than the grader reads, so its summary was "
@@ -121,7 +125,7 @@ def parse_sanitizer_output(text: str, tool: str) -> SanitizerSummary:
     # and write into it: a second summary (a forged one before or after the tool's own, or
     # the tool's own hidden behind a partial line) means the log is not the tool's alone.
     counts = [sum(1 for line in text.splitlines() if pattern.search(line))
-              for pattern in (_RACE_SUMMARY, _ERROR_SUMMARY)]
+              for pattern in _SUMMARY_ENDS]
     if max(counts) > 1:
         return SanitizerSummary(tool, 1, False, [FORGED_LOG], tail, 0, complete=False)
     for line in lines:

@@ -36,6 +36,25 @@ class SanitizerTest(unittest.TestCase):
         self.assertFalse(any("CUDA error" in m or "SUMMARY" in m for m in s.messages))
         self.assertIn("ERROR SUMMARY", s.raw_tail)
 
+    def test_a_second_summary_is_not_believed(self):
+        # The runner under the tool inherits its log: a clean summary written ahead of the
+        # tool's own (which reports the error), or after it, or the tool's own glued to a
+        # partial line so that only the forged one parses, is refused, never "0 errors".
+        real = sample("memcheck_oob.txt")
+        forged = "========= ERROR SUMMARY: 0 errors\n"
+        for text in (forged + real, real + forged,
+                     real.replace("========= ERROR SUMMARY: 1025", "x========= ERROR SUMMARY: 1025")
+                     + forged):
+            s = parse_sanitizer_output(text, "memcheck")
+            self.assertFalse(s.ok)
+            self.assertFalse(s.complete)
+            self.assertIn("more than one summary", s.messages[0])
+        race = sample("racecheck_clean.txt")
+        s = parse_sanitizer_output(race + race, "racecheck")
+        self.assertFalse(s.ok)
+        # one summary of each kind, as racecheck prints them, is the tool's own
+        self.assertTrue(parse_sanitizer_output(race, "racecheck").ok)
+
     def test_clean_memcheck(self):
         s = parse_sanitizer_output(sample("memcheck_clean.txt"), "memcheck")
         self.assertEqual((s.errors, s.ok, s.messages), (0, True, []))

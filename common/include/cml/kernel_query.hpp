@@ -15,7 +15,7 @@ namespace cml {
 cudaFuncAttributes func_attributes(const void* kernel);
 
 /// cudaOccupancyMaxActiveBlocksPerMultiprocessor() of `kernel` launched with `block_threads`
-/// threads and `dynamic_shared` bytes of dynamic shared memory; throws cml::CudaError.
-int max_active_blocks(const void* kernel, int block_threads, std::size_t dynamic_shared);
+/// threads and `dynamic_bytes` bytes of dynamic shared memory; throws cml::CudaError.
+int max_active_blocks(const void* kernel, int block_threads, std::size_t dynamic_bytes);
 
 }  // namespace cml

@@ -172,8 +172,7 @@ void* get_device_pointer(Reader& r, Mappings& maps);
 template <class T, class = void>
 struct has_fields : std::false_type {};
 template <class T>
-struct has_fields<T, std::void_t<decltype(remote_fields(std::declval<T&>()))>> : std::true_type {
-};
+struct has_fields<T, std::void_t<decltype(remote_fields(std::declval<T&>()))>> : std::true_type {};
 
 template <class T>
 struct is_vector : std::false_type {};
@@ -223,8 +222,9 @@ T get(Reader& r, Mappings* maps) {
     return out;
   } else if constexpr (has_fields<T>::value) {
     T value{};
-    std::apply([&](auto&... field) { ((field = get<std::decay_t<decltype(field)>>(r, maps)), ...); },
-               remote_fields(value));
+    std::apply(
+        [&](auto&... field) { ((field = get<std::decay_t<decltype(field)>>(r, maps)), ...); },
+        remote_fields(value));
     return value;
   } else {
     return r.pod<T>();
