@@ -44,6 +44,12 @@ def linked_kinds(lab: LabPaths) -> list[str]:
 CHECKERS = {"tests_student": "checker", "hidden_student": "hidden_checker"}
 
 
+def tests_kind(kind: str, remote: bool) -> str:
+    """The executable that runs the cases of `kind` (tests_student, hidden_student): its
+    checker when the lab's tests run as checker and runner, else `kind` itself."""
+    return CHECKERS[kind] if remote else kind
+
+
 def runs_remote(lab: LabPaths) -> bool:
     """True when the lab lists its interface for the runner (tests/remote_calls.hpp): its
     tests then run in a checker and the student's object in a runner (cml/remote.hpp)."""
@@ -202,5 +208,6 @@ def _link(lab: LabPaths, entry: Path, kind: str, argv: list[str], limit: float,
                                   f"{out.output_tail}")
 
 
-__all__ = ["CHECKERS", "LINKED_KINDS", "linked_kinds", "runs_remote", "rewrite", "recorded_command", "save", "commands",
-           "plan", "link_labs", "skeleton_library", "student_library"]
+__all__ = ["CHECKERS", "LINKED_KINDS", "linked_kinds", "tests_kind", "runs_remote", "rewrite",
+           "recorded_command", "save", "commands", "plan", "link_labs", "skeleton_library",
+           "student_library"]

@@ -5,7 +5,6 @@
 
 #include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,8 +12,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
-#include <new>
-#include <typeinfo>
+#include <tuple>
+#include <utility>
 
 #include "cml/check.hpp"
 #include "cml/kernel_query.hpp"
@@ -136,36 +135,47 @@ int Reader::take_fd(std::uint32_t index) {
 
 // ---- Exceptions as they cross ---------------------------------------------------------
 
+namespace {
+
+// The standard exceptions that cross as themselves, each before its base (the order a
+// catch must try them in); an exception crosses as the index of the first it is.
+using Crossing = std::tuple<std::invalid_argument, std::domain_error, std::length_error,
+                            std::out_of_range, std::logic_error, std::range_error,
+                            std::overflow_error, std::underflow_error, std::runtime_error>;
+constexpr std::uint8_t kCudaKind = 0xFE;   // cml::CudaError, with its code
+constexpr std::uint8_t kOtherKind = 0xFF;  // any other: a std::runtime_error with its text
+
+template <std::size_t... I>
+std::uint8_t kind_of(const std::exception& e, std::index_sequence<I...>) {
+  std::uint8_t kind = kOtherKind;
+  ((kind == kOtherKind && dynamic_cast<const std::tuple_element_t<I, Crossing>*>(&e) != nullptr
+        ? kind = I
+        : 0),
+   ...);
+  return kind;
+}
+
+template <std::size_t... I>
+[[noreturn]] void throw_kind(std::uint8_t kind, const std::string& what,
+                             std::index_sequence<I...>) {
+  ((kind == I ? throw std::tuple_element_t<I, Crossing>(what) : void()), ...);
+  throw std::runtime_error(what);
+}
+
+constexpr auto kCrossing = std::make_index_sequence<std::tuple_size_v<Crossing>>{};
+
+}  // namespace
+
 void put_exception(Writer& w, std::exception_ptr error) {
-  ExceptionKind kind = ExceptionKind::kOther;
+  std::uint8_t kind = kOtherKind;
   std::string what = "an exception that is not a std::exception";
   std::int32_t cuda_code = 0;
   try {
     std::rethrow_exception(error);
   } catch (const CudaError& e) {
-    kind = ExceptionKind::kCuda, what = e.what(), cuda_code = e.code();
-  } catch (const std::invalid_argument& e) {
-    kind = ExceptionKind::kInvalidArgument, what = e.what();
-  } catch (const std::domain_error& e) {
-    kind = ExceptionKind::kDomainError, what = e.what();
-  } catch (const std::length_error& e) {
-    kind = ExceptionKind::kLengthError, what = e.what();
-  } catch (const std::out_of_range& e) {
-    kind = ExceptionKind::kOutOfRange, what = e.what();
-  } catch (const std::logic_error& e) {
-    kind = ExceptionKind::kLogicError, what = e.what();
-  } catch (const std::range_error& e) {
-    kind = ExceptionKind::kRangeError, what = e.what();
-  } catch (const std::overflow_error& e) {
-    kind = ExceptionKind::kOverflowError, what = e.what();
-  } catch (const std::underflow_error& e) {
-    kind = ExceptionKind::kUnderflowError, what = e.what();
-  } catch (const std::runtime_error& e) {
-    kind = ExceptionKind::kRuntimeError, what = e.what();
-  } catch (const std::bad_alloc& e) {
-    kind = ExceptionKind::kBadAlloc, what = e.what();
+    kind = kCudaKind, what = e.what(), cuda_code = e.code();
   } catch (const std::exception& e) {
-    kind = ExceptionKind::kStdException, what = e.what();
+    kind = kind_of(e, kCrossing), what = e.what();
   } catch (...) {
   }
   w.pod(kind);
@@ -177,38 +187,11 @@ namespace {
 
 // Thrown where the runner threw: the same standard type, the same message.
 [[noreturn]] void rethrow(Reader& r) {
-  const auto kind = r.pod<ExceptionKind>();
+  const auto kind = r.pod<std::uint8_t>();
   const auto cuda_code = r.pod<std::int32_t>();
   const std::string what = r.text();
-  switch (kind) {
-    case ExceptionKind::kCuda:
-      throw CudaError(static_cast<cudaError_t>(cuda_code), what);
-    case ExceptionKind::kInvalidArgument:
-      throw std::invalid_argument(what);
-    case ExceptionKind::kDomainError:
-      throw std::domain_error(what);
-    case ExceptionKind::kLengthError:
-      throw std::length_error(what);
-    case ExceptionKind::kOutOfRange:
-      throw std::out_of_range(what);
-    case ExceptionKind::kLogicError:
-      throw std::logic_error(what);
-    case ExceptionKind::kRangeError:
-      throw std::range_error(what);
-    case ExceptionKind::kOverflowError:
-      throw std::overflow_error(what);
-    case ExceptionKind::kUnderflowError:
-      throw std::underflow_error(what);
-    case ExceptionKind::kRuntimeError:
-      throw std::runtime_error(what);
-    case ExceptionKind::kBadAlloc:
-      throw std::runtime_error("std::bad_alloc: " + what);
-    case ExceptionKind::kStdException:
-      throw std::runtime_error(what);
-    case ExceptionKind::kOther:
-      break;
-  }
-  throw std::runtime_error(what);
+  if (kind == kCudaKind) throw CudaError(static_cast<cudaError_t>(cuda_code), what);
+  throw_kind(kind, what, kCrossing);
 }
 
 // ---- The checker's connection to its runner ---------------------------------------------

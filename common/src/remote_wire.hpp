@@ -29,23 +29,8 @@ inline constexpr std::size_t kMaxFds = 64;
 
 enum class AnswerStatus : std::uint8_t { kReturned = 0, kThrew = 1 };
 
-enum class ExceptionKind : std::uint8_t {
-  kOther,
-  kCuda,
-  kInvalidArgument,
-  kDomainError,
-  kLengthError,
-  kOutOfRange,
-  kLogicError,
-  kRangeError,
-  kOverflowError,
-  kUnderflowError,
-  kRuntimeError,
-  kBadAlloc,
-  kStdException,
-};
-
-/// Writes the exception `error` so the checker throws it again as the same standard type.
+/// Writes the exception `error` so the checker throws it again as the same standard type
+/// (cml::CudaError with its code; any other as std::runtime_error with its message).
 void put_exception(Writer& w, std::exception_ptr error);
 
 }  // namespace cml::remote

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cml/check.hpp"
+#include "cml/kernel_query.hpp"
 #include "cml/launch_count.hpp"
 #include "cml/remote.hpp"
 #include "remote_wire.hpp"
@@ -28,26 +29,13 @@ using cml::remote::Writer;
 // re-runs the cases after it with a new runner.
 constexpr int kContextLostExit = 70;
 
-cudaFuncAttributes func_attributes(const void* kernel) {
-  cudaFuncAttributes attributes{};
-  const cudaError_t rc = cudaFuncGetAttributes(&attributes, kernel);
-  if (rc != cudaSuccess) throw cml::CudaError(rc, cudaGetErrorString(rc));
-  return attributes;
-}
-
-int max_active_blocks(const void* kernel, int block_threads, std::size_t dynamic_bytes) {
-  int blocks = 0;
-  const cudaError_t rc =
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, block_threads, dynamic_bytes);
-  if (rc != cudaSuccess) throw cml::CudaError(rc, cudaGetErrorString(rc));
-  return blocks;
-}
-
 // The calls every runner answers beside the lab's (cml/kernel_query.hpp).
 const std::vector<Entry>& builtin_entries() {
   static const std::vector<Entry> entries = {
-      {"cml.func_attributes", &Serve<decltype(&func_attributes)>::serve<&func_attributes>},
-      {"cml.max_active_blocks", &Serve<decltype(&max_active_blocks)>::serve<&max_active_blocks>},
+      {"cml.func_attributes",
+       &Serve<decltype(&cml::func_attributes)>::serve<&cml::func_attributes>},
+      {"cml.max_active_blocks",
+       &Serve<decltype(&cml::max_active_blocks)>::serve<&cml::max_active_blocks>},
   };
   return entries;
 }
@@ -92,15 +80,13 @@ Outcome serve(const Entry& entry, Reader& in, bool dry) {
       out.context_lost = cudaDeviceSynchronize() != cudaSuccess;
       if (!out.threw) {
         out.threw = true;
-        out.error = Writer();
-        try {
-          throw cml::CudaError(first, std::string("CUDA error ") + cudaGetErrorName(first) + " (" +
+        cml::remote::put_exception(
+            out.error,
+            std::make_exception_ptr(
+                cml::CudaError(first, std::string("CUDA error ") + cudaGetErrorName(first) + " (" +
                                           cudaGetErrorString(first) +
-                                          ") after the call returned: the work it queued on "
-                                          "the GPU failed");
-        } catch (...) {
-          cml::remote::put_exception(out.error, std::current_exception());
-        }
+                                          ") after the call returned: the work it queued on the "
+                                          "GPU failed")));
       }
     }
   }

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import parallel, sandbox, seccomp
-from ..linking import CHECKERS
+from ..linking import tests_kind
 from ..rubric import MemorySafety
 from ..tools import find_tool
 from . import REFUSED_RE, Context
@@ -175,7 +175,7 @@ def memory_safety(ms: MemorySafety, ctx: Context,
     runs = SanitizerRuns(details={"tests": ms.tests})
     planned = [_sanitizer_run(sanitizer, tool, kind, spec, binary, ctx)
                for tool in ms.tools for kind, spec in case_binaries
-               if (binary := _tests_binary(ctx, kind)) is not None]
+               if (binary := ctx.binary(tests_kind(kind, ctx.remote is not None))) is not None]
     outcomes = parallel.run_all([functools.partial(_run_sanitizer, p, ctx) for p in planned])
     for tool in ms.tools:
         combined: SanitizerSummary | None = None
@@ -233,12 +233,6 @@ class _SanitizerRun:
     def command(self, log: str, report: str, seed: int) -> list[str]:
         """Its command line, the tool's log written to `log`, the tests' report to `report`."""
         return [*self.tool_command(log), str(self.binary), *self.tests_args(report, seed)]
-
-
-def _tests_binary(ctx: Context, kind: str) -> Path | None:
-    if ctx.remote is not None:
-        return ctx.binary(CHECKERS[kind])
-    return ctx.binary(kind)
 
 
 def _sanitizer_run(sanitizer: str, tool: str, kind: str, spec: str, binary: Path,

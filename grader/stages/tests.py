@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .. import parallel, sandbox, workspace
-from ..linking import CHECKERS
+from ..linking import CHECKERS, tests_kind
 from ..result import CRASHED, FAILED, PASSED, TIMEOUT
 from ..catch2.testrun import Case, CaseRun, Runner, list_cases
 from .job import STAGE_BUDGET, LabJob
@@ -40,9 +40,7 @@ class RunPlace:
     def test_binary(self, kind: str) -> Path | None:
         """What runs the cases of `kind` (tests_student, hidden_student): its checker when
         the lab runs as a pair, else the binary linked with the student's object."""
-        if self.remote is not None:
-            return self.binaries.get(CHECKERS[kind])
-        return self.binaries[kind]
+        return self.binaries.get(tests_kind(kind, self.remote is not None))
 
 
 @dataclass
