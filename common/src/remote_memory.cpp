@@ -105,7 +105,8 @@ CUdeviceptr map_handle(const Driver& d, CUmemGenericAllocationHandle handle, std
 // The checker's shareable allocations, by address.
 struct Allocation {
   CUmemGenericAllocationHandle handle;
-  std::size_t bytes;
+  std::size_t bytes;  // as mapped: a multiple of the granularity
+  std::size_t size;   // as asked for
 };
 std::mutex g_mutex;
 std::map<std::uintptr_t, Allocation> g_allocations;
@@ -143,7 +144,7 @@ cudaError_t __wrap_cudaMalloc(void** pointer, std::size_t size) {
     return cudaErrorMemoryAllocation;
   }
   std::lock_guard<std::mutex> lock(g_mutex);
-  g_allocations[static_cast<std::uintptr_t>(address)] = {handle, bytes};
+  g_allocations[static_cast<std::uintptr_t>(address)] = {handle, bytes, size};
   *pointer = reinterpret_cast<void*>(address);
   return cudaSuccess;
 }
@@ -181,7 +182,7 @@ void put_device_pointer(Writer& w, const void* pointer) {
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     auto it = g_allocations.upper_bound(at);
-    if (it == g_allocations.begin() || (--it, at >= it->first + it->second.bytes)) {
+    if (it == g_allocations.begin() || (--it, at >= it->first + it->second.size)) {
       throw std::invalid_argument(
           "a pointer passed to the lab's interface is not a device buffer of the test's own "
           "(from cudaMalloc)");
@@ -196,6 +197,7 @@ void put_device_pointer(Writer& w, const void* pointer) {
   w.pod<std::uint64_t>(base);
   w.pod<std::uint32_t>(w.attach(fd));
   w.pod<std::uint64_t>(a.bytes);
+  w.pod<std::uint64_t>(a.size);
   w.pod<std::uint64_t>(at - base);
 }
 
@@ -204,19 +206,21 @@ void* get_device_pointer(Reader& r, Mappings& maps) {
   const auto origin = r.pod<std::uint64_t>();
   const int fd = r.take_fd(r.pod<std::uint32_t>());
   const auto bytes = r.pod<std::uint64_t>();
+  const auto size = r.pod<std::uint64_t>();
   const auto offset = r.pod<std::uint64_t>();
-  return maps.open(origin, fd, bytes, offset);
+  return maps.open(origin, fd, bytes, size, offset);
 }
 
-void* Mappings::open(std::uint64_t origin, int fd, std::uint64_t bytes, std::uint64_t offset) {
+void* Mappings::open(std::uint64_t origin, int fd, std::uint64_t bytes, std::uint64_t size,
+                     std::uint64_t offset) {
   for (const Mapped& m : open_) {
     if (m.origin == origin) {
       ::close(fd);
-      if (offset >= m.bytes) throw ProtocolError("a device pointer lies past its buffer");
-      return reinterpret_cast<void*>(m.address + offset);
+      if (offset >= m.size) throw ProtocolError("a device pointer lies past its buffer");
+      return static_cast<char*>(m.copy) + offset;
     }
   }
-  if (offset >= bytes) {
+  if (offset >= size || size > bytes) {
     ::close(fd);
     throw ProtocolError("a device pointer lies past its buffer");
   }
@@ -241,13 +245,24 @@ void* Mappings::open(std::uint64_t origin, int fd, std::uint64_t bytes, std::uin
     d.release(handle);
     throw;
   }
-  open_.push_back({origin, handle, address, bytes});
-  return reinterpret_cast<void*>(address + offset);
+  open_.push_back({origin, handle, address, bytes, nullptr, size});
+  Mapped& m = open_.back();
+  CUDA_CHECK(cudaMalloc(&m.copy, size));
+  CUDA_CHECK(cudaMemcpy(m.copy, reinterpret_cast<void*>(address), size, cudaMemcpyDeviceToDevice));
+  return static_cast<char*>(m.copy) + offset;
+}
+
+void Mappings::keep() {
+  for (const Mapped& m : open_) {
+    CUDA_CHECK(
+        cudaMemcpy(reinterpret_cast<void*>(m.address), m.copy, m.size, cudaMemcpyDeviceToDevice));
+  }
 }
 
 Mappings::~Mappings() {
   const Driver& d = driver();
   for (const Mapped& m : open_) {
+    if (m.copy != nullptr) cudaFree(m.copy);
     d.unmap(m.address, m.bytes);
     d.address_free(m.address, m.bytes);
     d.release(m.handle);

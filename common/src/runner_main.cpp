@@ -90,6 +90,17 @@ Outcome serve(const Entry& entry, Reader& in, bool dry) {
       }
     }
   }
+  if (maps.any() && !out.context_lost) {
+    // What the call wrote, whatever it then returned or threw, as in the checker's process.
+    try {
+      maps.keep();
+    } catch (...) {
+      if (!out.threw) {
+        out.threw = true;
+        cml::remote::put_exception(out.error, std::current_exception());
+      }
+    }
+  }
   return out;
 }
 

@@ -19,7 +19,8 @@
 ///   - a pointer to device memory as its allocation's shareable handle (a file descriptor
 ///     passed over the socket; the checker's cudaMalloc makes every allocation exportable
 ///     through CUDA's virtual memory management API) and an offset: the buffer stays the
-///     checker's, mapped into the runner for the call and unmapped after;
+///     checker's, mapped into the runner for the call (the call works on an exact-size copy,
+///     copied back after: class Mappings) and unmapped after;
 ///   - `const void*` as a kernel's identity in the runner's address space, marked so the
 ///     checker can tell it from its own (cml/kernel_query.hpp asks the runner about it);
 ///   - the kernels the call launched, so cml::launch_count() and LaunchLog in the checker see
@@ -139,17 +140,24 @@ class Reader {
   std::size_t at_ = 0;
 };
 
-/// The device buffers of one call as the runner sees them: each of the checker's allocations
-/// imported from its descriptor and mapped once, all unmapped when the call is over.
+/// The device buffers of one call as the runner sees them. Each of the checker's allocations
+/// is imported from its descriptor and mapped once; the call works on a copy of the size the
+/// checker asked cudaMalloc for, allocated by the runner's own cudaMalloc, so a write one past
+/// a buffer's end lands outside an allocation, as it would in the checker (a mapping is
+/// rounded up to the allocation granularity, 2 MiB, where compute-sanitizer would see it as
+/// in bounds). keep() copies the results back; the destructor frees and unmaps everything.
 class Mappings {
  public:
   Mappings() = default;
   Mappings(const Mappings&) = delete;
   Mappings& operator=(const Mappings&) = delete;
   ~Mappings();
-  /// The runner's address of byte `offset` of the checker's allocation at `origin` (`bytes`
-  /// long, shared through the descriptor `fd`, which this takes over).
-  void* open(std::uint64_t origin, int fd, std::uint64_t bytes, std::uint64_t offset);
+  /// The runner's address of byte `offset` of the checker's allocation at `origin`: `bytes`
+  /// long as mapped, `size` as asked for, shared through the descriptor `fd` (taken over).
+  void* open(std::uint64_t origin, int fd, std::uint64_t bytes, std::uint64_t size,
+             std::uint64_t offset);
+  /// Copies every buffer back into the checker's allocation (after the call's work is done).
+  void keep();
   /// True when the call was given a device buffer.
   bool any() const { return !open_.empty(); }
 
@@ -159,6 +167,8 @@ class Mappings {
     std::uint64_t handle;
     std::uint64_t address;
     std::uint64_t bytes;
+    void* copy;
+    std::uint64_t size;
   };
   std::vector<Mapped> open_;
 };
