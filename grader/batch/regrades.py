@@ -16,6 +16,7 @@ from pathlib import Path
 from . import deadlines, integrity, regrade_rules
 from .. import workspace
 from ..atomic import write_all, write_atomic
+from ..exports import lms
 from ..exports.registry import WRITERS
 from ..result import GradeResult
 from ..rubric import load_rubric
@@ -302,13 +303,14 @@ def _history_file(student_dir: Path, entry: dict, files: dict[Path, str | None])
 
 
 def lab_status(lab: dict) -> str:
-    """The gradebook's per-lab status: complete, incomplete (GPU parts or tools missing)
-    or review (a part waits for a person)."""
+    """The gradebook's per-lab status: complete, provisional (GPU parts not graded: the
+    points are the host parts' only), incomplete (tools missing) or review (a part waits
+    for a person)."""
     parts = lab.get("parts", [])
     if any(p.get("status") == "review" for p in parts):
         return "review"
     if any(p.get("status") == "not_graded" and p.get("max_points", 0) > 0 for p in parts):
-        return "incomplete: GPU parts not graded"
+        return lms.PROVISIONAL
     if any(p.get("status") == "not_measured" and p.get("max_points", 0) > 0 for p in parts):
         return "incomplete: parts not measured"
     return "complete"

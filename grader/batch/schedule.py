@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import sandbox
+from ..exports.common import pending_points
 from .fingerprint import grader_fingerprint, submission_key
 from .plan import GRADER_ERROR, INTERRUPTED, Plan, is_current, load_result, read_stamp
 
@@ -30,6 +31,8 @@ class Outcome:
     max_points: float | None
     seconds: float
     labs: dict[str, float] = field(default_factory=dict)
+    # graded without a GPU: the points are the host parts' only, GPU parts pending
+    host_only: bool = False
 
 
 def task_command(out_dir: Path, index: int | str, work_dir: Path | None = None) -> list[str]:
@@ -72,7 +75,7 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
             stamp = read_stamp(out_dir, sub.student)
             assert stamp is not None  # is_current has just read it
             outcome = Outcome(sub.student, "kept", stamp.points, stamp.max_points, 0.0,
-                              _lab_points(out_dir, sub.student))
+                              *_lab_points(out_dir, sub.student))
             outcomes.append(outcome)
             if report:
                 report(outcome, len(outcomes), total)
@@ -121,7 +124,7 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
         if stamp is None or stamp.finished < started:  # the task died before its stamp
             return Outcome(sub.student, GRADER_ERROR, None, None, seconds)
         return Outcome(sub.student, stamp.status, stamp.points, stamp.max_points, seconds,
-                       _lab_points(out_dir, sub.student))
+                       *_lab_points(out_dir, sub.student))
 
     def on_term(signum, _frame):
         raise KeyboardInterrupt
@@ -171,6 +174,11 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def _lab_points(out_dir: Path, student: str) -> dict[str, float]:
+def _lab_points(out_dir: Path, student: str) -> tuple[dict[str, float], bool]:
+    """The student's points per lab, and whether they are the host parts' only (GPU parts
+    not graded)."""
     result = load_result(out_dir, student)
-    return {lab.lab: lab.points for lab in result.labs} if result else {}
+    if result is None:
+        return {}, False
+    return ({lab.lab: lab.points for lab in result.labs},
+            any(pending_points(lab) > 0 for lab in result.labs))

@@ -128,8 +128,10 @@ def progress_line(outcome: batch.Outcome, done: int, total: int, colour: bool) -
               f"{fmt_points(outcome.points)}/{fmt_points(outcome.max_points or 0)}")
     labs = " ".join(f"{lab[:2]}:{fmt_points(p)}" for lab, p in outcome.labs.items())
     took = "" if outcome.status == "kept" else f"  {outcome.seconds:.0f} s"
+    # without a GPU the points are not the grade: said on the line itself
+    host_only = " (host parts only: provisional)" if outcome.host_only else ""
     return (f"[{done:>{width}}/{total}] {outcome.student:<20} {points:>11}  {status}"
-            f"{'  ' + labs if labs else ''}{took}")
+            f"{host_only}{'  ' + labs if labs else ''}{took}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -206,8 +208,11 @@ def _run(args: argparse.Namespace) -> int:
         only=only)
     manifest = batch.collect(out)
     kept = sum(1 for o in outcomes if o.status == "kept")
+    host_only = sum(1 for o in outcomes if o.host_only)
     print(f"{len(outcomes) - kept} graded, {kept} unchanged (kept) in "
-          f"{time.monotonic() - start:.1f} s")
+          f"{time.monotonic() - start:.1f} s"
+          + (f"; {host_only} with host parts only (no GPU): their points are provisional"
+             if host_only else ""))
     return _lms_files(args, out) or _report_collected(out, manifest)
 
 

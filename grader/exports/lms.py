@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .. import csvsafe
 from ..atomic import write_all
@@ -38,6 +38,11 @@ ALIASES = {
 FIRST, LAST = ("first name",), ("last name", "surname")
 NO_SUBMISSION = "no submission"
 SCORED = ("graded", "timeout")  # statuses whose points are a grade
+# A lab's gradebook status ("<lab> status") when its GPU parts were not graded (no CUDA
+# device): its points are the host parts' only, and change once a GPU grades the rest.
+PROVISIONAL = "provisional"
+_PROVISIONAL_BEFORE = "incomplete: GPU parts not graded"  # a gradebook of grader 0.x
+PROVISIONAL_NOTE = "(provisional: host parts only)"
 
 
 @dataclass
@@ -49,6 +54,12 @@ class LabColumn:
     @property
     def label(self) -> str:
         return f"Lab {self.folder[:2]}: {self.title}"
+
+    @property
+    def provisional_label(self) -> str:
+        """The column of the lab's provisional grades: never the lab's own, so an import
+        cannot put a host-only score where the final grade goes."""
+        return f"{self.label} {PROVISIONAL_NOTE}"
 
 
 def read_csv(text: str) -> tuple[list[str], list[dict[str, str]]]:
@@ -210,8 +221,37 @@ def to_csv(rows: list[dict[str, str]], columns: list[str] | None = None) -> str:
     return csvsafe.to_csv(rows, columns or (list(rows[0]) if rows else []))
 
 
-def _points(row: dict[str, str], lab: LabColumn) -> str:
-    return row.get(lab.folder, "") if row.get("status") in SCORED else ""
+def is_provisional(row: dict[str, str], lab: LabColumn) -> bool:
+    """The row's points for `lab` are the host parts' only (graded without a GPU)."""
+    return row.get(f"{lab.folder} status", "") in (PROVISIONAL, _PROVISIONAL_BEFORE)
+
+
+def _points(row: dict[str, str], lab: LabColumn, provisional: bool = False) -> str:
+    """The row's points for the lab's own column (provisional=False) or for its provisional
+    column; "" where they belong in the other one or are no grade."""
+    if row.get("status") not in SCORED or is_provisional(row, lab) != provisional:
+        return ""
+    return row.get(lab.folder, "")
+
+
+def _columns(rows: list[dict[str, str]], labs: list[LabColumn],
+             header: Callable[[LabColumn], str],
+             provisional_header: Callable[[LabColumn], str]
+             ) -> list[tuple[str, LabColumn, bool]]:
+    """(header, lab, provisional) per grade column: each lab's own, and after it a column of
+    its provisional grades where a row has any."""
+    out = []
+    for lab in labs:
+        out.append((header(lab), lab, False))
+        if any(is_provisional(row, lab) and row.get("status") in SCORED for row in rows):
+            out.append((provisional_header(lab), lab, True))
+    return out
+
+
+def provisional_count(rows: list[dict[str, str]], labs: list[LabColumn]) -> int:
+    """How many grades of `rows` are provisional (host parts only)."""
+    return sum(1 for row in rows for lab in labs
+               if is_provisional(row, lab) and row.get("status") in SCORED)
 
 
 def canvas_header(lab: LabColumn, course_columns: list[str]) -> str:
@@ -220,24 +260,37 @@ def canvas_header(lab: LabColumn, course_columns: list[str]) -> str:
     number = lab.folder[:2]
     patterns = [re.escape(lab.folder), rf"\blab\s*0*{int(number)}\b", re.escape(lab.title)]
     for column in course_columns:
+        if PROVISIONAL_NOTE in column:
+            continue  # an assignment an earlier export made for provisional grades
         if re.search(r"\(\d+\)\s*$", column) and any(re.search(p, column, re.IGNORECASE)
                                                      for p in patterns):
             return column
     return lab.label
 
 
+def canvas_provisional_header(lab: LabColumn, course_columns: list[str]) -> str:
+    """The assignment an earlier export made for the lab's provisional grades, when the
+    course's export has it ("... (provisional: host parts only) (123)"), else its name."""
+    return next((c for c in course_columns if c.startswith(lab.provisional_label)
+                 and re.search(r"\(\d+\)\s*$", c)), lab.provisional_label)
+
+
 def to_canvas(rows: list[dict[str, str]], labs: list[LabColumn],
               course_columns: Sequence[str] = ()) -> str:
-    """Canvas's gradebook import CSV (rows: a joined gradebook)."""
-    headers = [canvas_header(lab, list(course_columns)) for lab in labs]
-    columns = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *headers]
+    """Canvas's gradebook import CSV (rows: a joined gradebook). A grade made without a GPU
+    (host parts only) goes in a column of its own named "... (provisional: host parts
+    only)", which Canvas imports as an assignment of that name, never in the lab's."""
+    grades = _columns(rows, labs, lambda lab: canvas_header(lab, list(course_columns)),
+                      lambda lab: canvas_provisional_header(lab, list(course_columns)))
+    columns = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
+               *[h for h, _, _ in grades]]
     out = [dict(zip(columns, ["Points Possible", "", "", "", "",
-                              *[_fmt(lab.points) for lab in labs]]))]
+                              *[_fmt(lab.points) for _, lab, _ in grades]]))]
     for row in rows:
         line = {"Student": row.get("name") or row.get("student") or "", "ID": row.get("id", ""),
                 "SIS User ID": row.get("sis_user_id", ""),
                 "SIS Login ID": row.get("sis_login_id", ""), "Section": row.get("section", "")}
-        line.update({h: _points(row, lab) for h, lab in zip(headers, labs)})
+        line.update({h: _points(row, lab, provisional) for h, lab, provisional in grades})
         out.append(line)
     return to_csv(out, columns)
 
@@ -247,15 +300,18 @@ def moodle_header(lab: LabColumn) -> str:
 
 
 def to_moodle(rows: list[dict[str, str]], labs: list[LabColumn]) -> str:
-    """Moodle's grade import CSV: identifiers, then one column per lab."""
-    columns = ["Email address", "ID number", "Username", "Full name",
-               *[moodle_header(lab) for lab in labs]]
+    """Moodle's grade import CSV: identifiers, then one column per lab, and beside a lab
+    with grades made without a GPU a column of those, "... (provisional: host parts only)
+    (out of N)", which the import form shows by that name."""
+    grades = _columns(rows, labs, moodle_header,
+                      lambda lab: f"{lab.provisional_label} (out of {_fmt(lab.points)})")
+    columns = ["Email address", "ID number", "Username", "Full name", *[h for h, _, _ in grades]]
     out = []
     for row in rows:
         line = {"Email address": row.get("email", ""), "ID number": row.get("sis_user_id", ""),
                 "Username": row.get("sis_login_id", ""),
                 "Full name": row.get("name") or row.get("student") or ""}
-        line.update({moodle_header(lab): _points(row, lab) for lab in labs})
+        line.update({h: _points(row, lab, provisional) for h, lab, provisional in grades})
         out.append(line)
     return to_csv(out, columns)
 
@@ -293,6 +349,12 @@ def write_files(out_dir: Path, labs: list[LabColumn], roster: Path | None,
     for export in exports:
         text = to_canvas(rows, labs, course_columns) if export == "canvas" else to_moodle(rows, labs)
         files[out_dir / EXPORTS[export]] = text
+        provisional = provisional_count(rows, labs)
+        if provisional:
+            warnings.append(f"{EXPORTS[export]}: {provisional} grade(s) are PROVISIONAL, host "
+                            "parts only (graded without a GPU): they are in the columns named "
+                            f"'{PROVISIONAL_NOTE}', not in the labs' own; grade the batch again "
+                            "on a GPU for the final grades")
         missing = unidentified(rows, export)
         if missing:
             warnings.append(f"{EXPORTS[export]}: no identifier {export.capitalize()} can match "
@@ -312,5 +374,6 @@ def read_roster(path: Path) -> tuple[list[str], list[dict[str, str]]]:
     return columns, out
 
 
-__all__ = ["LabColumn", "join_roster", "RosterError", "read_roster", "to_canvas", "to_moodle", "roster_identity",
-           "write_files", "EXPORTS", "read_csv"]
+__all__ = ["LabColumn", "join_roster", "RosterError", "read_roster", "to_canvas", "to_moodle",
+           "roster_identity", "write_files", "EXPORTS", "read_csv", "PROVISIONAL",
+           "is_provisional", "provisional_count"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..result import GradeResult, LabResult
 from .common import FLAG, PASS, SKIP, Item, fmt_points, lab_reason, score_items
-from .gradescope import hidden_names, redact_hidden
+from .gradescope import hidden_names, pending_points, redact_hidden
 from .table import terminal_table
 
 _WORDS = {PASS: "passed", SKIP: "not graded", FLAG: "flagged for review"}
@@ -81,6 +81,8 @@ def to_prairielearn(result: GradeResult) -> dict[str, Any]:
     max_points = sum(t["max_points"] for t in tests)
     score = min(max(points / max_points, 0.0), 1.0) if max_points > 0 else 0.0
     lines = [f"{fmt_points(points)} / {fmt_points(max_points)} points."]
+    if pending_points(result) > 0:  # the score PrairieLearn records is not the final one
+        lines[0] = f"PROVISIONAL SCORE (host parts only): {lines[0]}"
     for lab in result.labs:
         reason = lab_reason(lab)
         lines.append(f"Lab {lab.lab}: {fmt_points(lab.points)} / {fmt_points(lab.max_points)}"

@@ -286,7 +286,7 @@ class CollectTest(TmpCase):
                                                         "fay", "gus"])
         self.assertEqual(list(rows[0]), ["student", LAB, "total", "max_points",
                                          f"{LAB} status", "status"])
-        self.assertEqual(rows[0][f"{LAB} status"], "incomplete: GPU parts not graded")
+        self.assertEqual(rows[0][f"{LAB} status"], "provisional")
         self.assertEqual(rows[1][f"{LAB} status"], "complete")
         self.assertEqual((rows[0][LAB], rows[0]["total"], rows[0]["status"]),
                          ("25", "25", "graded"))
@@ -308,6 +308,29 @@ class CollectTest(TmpCase):
         self.assertIn("   1 ", lines[4])
         self.assertIn("   1 ", lines[9])
         self.assertTrue(lines[9].startswith("[ 90.0, 100.0]"))
+
+
+class ProgressTest(TmpCase):
+    def test_a_grade_without_a_gpu_says_host_parts_only_on_its_line(self):
+        from grader.commands.grade_class import progress_line
+        plan = _plan(self.tmp, ["ann", "ben"])
+        out = self.tmp / "out"
+        plan.save(out)
+        host = PartResult("correctness", "host", GRADED, 45.0, 45.0)
+        pending = PartResult("performance", "Performance", NOT_GRADED, 0.0, 55.0, "no GPU")
+        _store(out, "ann", _result(_lab(45.0, [host, pending])))
+        _store(out, "ben", _result(_lab(45.0, [host, PartResult("performance", "Performance",
+                                                                 GRADED, 0.0, 55.0, "slow")])))
+        for sub in plan.submissions:  # both current: kept, read back from their results
+            stamp = json.loads((out / sub.student / batch.STAMP_FILE).read_text())
+            stamp["key"] = batch.submission_key(plan, sub, batch.grader_fingerprint(plan))[1]
+            (out / sub.student / batch.STAMP_FILE).write_text(json.dumps(stamp))
+        lines = []
+        batch.run_local(out, 1, report=lambda o, done, total: lines.append(
+            progress_line(o, done, total, False)))
+        self.assertEqual(len(lines), 2)
+        self.assertRegex(lines[0], r"ann +45/100 +kept \(host parts only: provisional\)")
+        self.assertNotIn("host parts only", lines[1])
 
 
 class SlurmTest(TmpCase):

@@ -374,6 +374,10 @@ class PrairieLearnTest(unittest.TestCase):
         self.assertEqual(perf["points"], 0.0)
         self.assertIn("no CUDA device", perf["message"])
         self.assertIn("No CUDA device", doc["message"])
+        # the score PrairieLearn records is the host parts' only: said first
+        self.assertTrue(doc["message"].startswith("PROVISIONAL SCORE (host parts only): "))
+        graded = to_prairielearn(fixtures()["graded"])["message"]
+        self.assertNotIn("PROVISIONAL", graded)
 
 
 class JUnitTest(unittest.TestCase):

@@ -86,6 +86,41 @@ class CanvasTest(unittest.TestCase):
         self.assertEqual(table[2][1], "12345")  # the ID from the download's file names
 
 
+class ProvisionalTest(unittest.TestCase):
+    """A grade made without a GPU (host parts only) never lands in the lab's own column of
+    an LMS import: it goes in a column named provisional."""
+
+    ROWS = [{"student": "ann", "04_tiled_matmul": "45", "04_tiled_matmul status": "provisional",
+             "status": "graded", "id": "1"},
+            {"student": "bob", "04_tiled_matmul": "90", "04_tiled_matmul status": "complete",
+             "status": "graded", "id": "2"}]
+
+    def test_canvas(self):
+        table = parse(lms.to_canvas(self.ROWS, [LAB], ["Lab 4: Tiling (777)"]))
+        self.assertEqual(table[0][5:], ["Lab 4: Tiling (777)", LAB.provisional_label])
+        self.assertIn("provisional: host parts only", LAB.provisional_label)
+        self.assertEqual([r[5:] for r in table[1:]], [["100", "100"], ["", "45"], ["90", ""]])
+
+    def test_canvas_reuses_the_provisional_assignment_of_an_earlier_import(self):
+        course = ["Lab 4: Tiling (777)", f"{LAB.provisional_label} (778)"]
+        table = parse(lms.to_canvas(self.ROWS, [LAB], course))
+        self.assertEqual(table[0][5:], course)
+        course.reverse()  # the provisional assignment is never taken for the lab's own
+        self.assertEqual(parse(lms.to_canvas(self.ROWS, [LAB], course))[0][5],
+                         "Lab 4: Tiling (777)")
+
+    def test_moodle(self):
+        table = parse(lms.to_moodle(self.ROWS, [LAB]))
+        self.assertEqual(table[0][4:], [lms.moodle_header(LAB),
+                                        f"{LAB.provisional_label} (out of 100)"])
+        self.assertEqual([r[4:] for r in table[1:]], [["", "45"], ["90", ""]])
+
+    def test_no_provisional_column_without_provisional_grades(self):
+        rows = self.ROWS[1:]
+        self.assertEqual(len(parse(lms.to_canvas(rows, [LAB]))[0]), 6)
+        self.assertEqual(len(parse(lms.to_moodle(rows, [LAB]))[0]), 5)
+
+
 class MoodleTest(unittest.TestCase):
     def test_format(self):
         rows = lms.join_roster(GRADEBOOK, [{"Email address": "js@uni.example",
@@ -134,14 +169,24 @@ class BatchCommandTest(unittest.TestCase):
         self.assertEqual(by_student["doejane"][3], "s002")
         self.assertEqual(by_student["alee"][-1], "no submission")
         canvas = parse((out / "canvas-import.csv").read_text())
-        self.assertEqual(canvas[0], [*CANVAS_IDENTITY, "Lab 4: Tiling (777)"])
         by_id = {r[1]: r for r in canvas[2:]}
-        self.assertEqual(by_id["12345"][0:1] + by_id["12345"][5:], ["Smith, John", "46.67"])
-        self.assertEqual(by_id["23456"][5], "15")  # host parts only, no GPU
-        self.assertEqual(by_id["34567"][5], "")  # no submission: left blank
+        self.assertEqual(by_id["12345"][0], "Smith, John")
+        # doejane was graded without a GPU: her 15 are the host parts' only, so they go in
+        # a column of their own, named provisional, never in the course's assignment
+        provisional = "Lab 04: Tiled matrix multiplication (provisional: host parts only)"
+        self.assertEqual(canvas[0], [*CANVAS_IDENTITY, "Lab 4: Tiling (777)", provisional])
+        self.assertEqual(canvas[1][5:], ["100", "100"])  # Points Possible
+        self.assertEqual(by_id["12345"][5:], ["46.67", ""])
+        self.assertEqual(by_id["23456"][5:], ["", "15"])
+        self.assertEqual(by_id["34567"][5:], ["", ""])  # no submission: left blank
         moodle = parse((out / "moodle-import.csv").read_text())
-        self.assertIn(["", "s001", "jsmith", "Smith, John", "46.67"], moodle)
+        self.assertEqual(moodle[0][-1], f"{provisional} (out of 100)")
+        self.assertIn(["", "s001", "jsmith", "Smith, John", "46.67", ""], moodle)
+        self.assertIn(["", "s002", "jdoe", "Doe, Jane", "", "15"], moodle)
         self.assertNotIn("no identifier", proc.stderr)  # ID number and username: enough
+        for name in ("canvas-import.csv", "moodle-import.csv"):
+            self.assertIn(f"batch: {name}: 1 grade(s) are PROVISIONAL, host parts only",
+                          proc.stderr)
 
 
 if __name__ == "__main__":
