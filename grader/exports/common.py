@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..measure.floor import SpeedOfLight
 from ..result import (CRASHED, ERROR, FAILED, GRADED, NOT_GRADED, NOT_MEASURED, NOT_RUN,
-                      PASSED, REVIEW, TIMEOUT, LabResult, PartResult, TestResult)
+                      PASSED, REVIEW, TIMEOUT, GradeResult, LabResult, PartResult, TestResult)
 
 # Item.outcome
 PASS, FAIL, SKIP, FLAG = "pass", "fail", "skip", "review"
@@ -26,6 +26,29 @@ TEST_WORDS = {
     PASSED: "passed", FAILED: "failed", ERROR: "error", TIMEOUT: "timed out",
     CRASHED: "crashed", NOT_RUN: "not run",
 }
+
+
+_ADDRESS = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|[\w.-]+@[\w.-]+:)")
+
+
+def submission_name(result: GradeResult) -> str:
+    """The submission as its student knows it, for every text a student sees: a folder's or
+    a file's name, never where it lies on the grader's machine ("/tmp/subs/alice" is
+    "alice"); a repository's address ("https://…", "git@host:…") as it was given."""
+    given = str(result.submission or "")
+    if _ADDRESS.match(given):
+        return given
+    name = given.rstrip("/").rsplit("/", 1)[-1]
+    return name or given
+
+
+def grader_problems(result: GradeResult) -> list[str]:
+    """result.errors as a student is shown them: the submission's path named as
+    submission_name names it."""
+    given = str(result.submission or "").rstrip("/")
+    if not given.startswith("/"):
+        return list(result.errors)
+    return [e.replace(given, submission_name(result)) for e in result.errors]
 
 
 def fmt_points(x: float) -> str:

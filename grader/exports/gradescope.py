@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..result import NOT_GRADED, NOT_RUN, GradeResult
-from .common import FLAG, PASS, SKIP, fmt_points, score_items, timing_summary
+from .common import (FLAG, PASS, SKIP, fmt_points, grader_problems, score_items,
+                     timing_summary)
 from .common import pending_points as lab_pending_points
 from .table import terminal_table  # the plain-text table is the overall output
 
@@ -102,7 +103,7 @@ def to_gradescope(result: GradeResult) -> dict[str, Any]:
         output = result.late_note() + "\n\n" + output
     if result.errors:
         output += "\nProblems of the grader (not your code):\n" + "\n".join(
-            f"  - {e}" for e in result.errors) + "\n"
+            f"  - {e}" for e in grader_problems(result)) + "\n"
     unpenalised = round(sum(t.get("score", 0.0) for t in tests), 4)
     doc: dict[str, Any] = {
         "score": round(unpenalised * result.late_factor, 4),

@@ -23,7 +23,8 @@ from ..measure.floor import SpeedOfLight, percent_text, rate_text
 from ..result import BenchSummary, GradeResult, LabResult
 from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
                      lab_number, lab_reason, part_outcome, part_reason, pending_points,
-                     speed_of_light, test_counts, test_outcome, timing_summary)
+                     grader_problems, speed_of_light, submission_name, test_counts,
+                     test_outcome, timing_summary)
 from .table import reported_only, reported_value
 from .svg import (BASE, M_BOTTOM, M_TOP, W, esc, fmt_tick, line_chart, nice_ticks,
                   scatter_chart)
@@ -400,7 +401,7 @@ def to_html(result: GradeResult) -> str:
            f"<title>CUDA Memory Labs: {esc(total)} points</title>",
            f"<style>{CSS}</style></head><body><main>",
            f"<h1>CUDA Memory Labs: {esc(total)} points</h1>",
-           f'<p class="meta">Submission <code>{esc(result.submission)}</code> · seed '
+           f'<p class="meta">Submission <code>{esc(submission_name(result))}</code> · seed '
            f"{esc(result.seed)} · {esc(device)}</p>"]
     if not result.device:
         out.append('<p class="note">Without a GPU the parts that need one are “not graded”: '
@@ -440,7 +441,8 @@ def to_html(result: GradeResult) -> str:
         out += _lab_section(lab)
     if result.errors:
         out.append('<h2>Problems of the grader (not your code)</h2><ul>'
-                   + "".join(f"<li>{esc(e)}</li>" for e in result.errors) + "</ul>")
+                   + "".join(f"<li>{esc(e)}</li>" for e in grader_problems(result))
+                   + "</ul>")
     out.append(f"<footer>{esc(result.schema)} · grader {esc(result.grader_version)} · "
                f"{esc(result.created)}</footer></main></body></html>")
     return "\n".join(out) + "\n"

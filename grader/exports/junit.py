@@ -21,7 +21,8 @@ import xml.etree.ElementTree as ET
 from ..result import (CRASHED, ERROR, FAILED, NOT_RUN, PASSED, TIMEOUT, GradeResult,
                       LabResult)
 from .common import (FAIL, FLAG, PASS, PART_LABELS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
-                     part_outcome, part_reason, part_speed_of_light, xml_text)
+                     part_outcome, part_reason, part_speed_of_light, grader_problems,
+                     submission_name, xml_text)
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -117,7 +118,7 @@ def _suite(lab: LabResult, gpu: bool = True, locations: bool = False) -> ET.Elem
 
 
 def to_junit(result: GradeResult, locations: bool = False) -> str:
-    root = ET.Element("testsuites", name=xml_text(f"CUDA Memory Labs: {result.submission}"))
+    root = ET.Element("testsuites", name=xml_text(f"CUDA Memory Labs: {submission_name(result)}"))
     totals = {"tests": 0, "failures": 0, "errors": 0}  # junit-10.xsd: no skipped here
     for lab in result.labs:
         suite = _suite(lab, gpu=result.device is not None, locations=locations)
@@ -130,7 +131,7 @@ def to_junit(result: GradeResult, locations: bool = False) -> str:
     if result.errors:
         suite = ET.SubElement(root, "testsuite", name="grader", tests=str(len(result.errors)),
                               failures="0", errors=str(len(result.errors)), skipped="0")
-        for i, err in enumerate(result.errors, 1):
+        for i, err in enumerate(grader_problems(result), 1):
             case = ET.SubElement(suite, "testcase", name=f"grader problem {i}",
                                  classname="grader")
             ET.SubElement(case, "error", message=xml_text(_one_line(err)),

@@ -9,7 +9,7 @@ import re
 from ..result import GradeResult, LabResult
 from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
                      lab_reason, part_outcome, part_reason, speed_of_light,
-                     test_outcome, timing_summary)
+                     grader_problems, submission_name, test_outcome, timing_summary)
 from .table import gradable_phrase, reported_only, reported_value, tests_phrase
 
 ICONS = {PASS: "✅", FAIL: "❌", SKIP: "⏭️", FLAG: "🚩"}
@@ -99,11 +99,12 @@ def to_markdown(result: GradeResult) -> str:
     if result.device:
         name = result.device.get("name", "a CUDA device")
         cc = result.device.get("compute_capability")
-        lines.append(f"Submission `{result.submission}`, seed {result.seed}, graded on "
+        lines.append(f"Submission `{submission_name(result)}`, seed {result.seed}, graded on "
                      f"{name}" + (f" (compute capability {cc})" if cc else "") + ".")
     else:
-        lines.append(f"Submission `{result.submission}`, seed {result.seed}. **No CUDA device: "
-                     "the GPU parts were not graded** (they earn no points here).")
+        lines.append(f"Submission `{submission_name(result)}`, seed {result.seed}. "
+                     "**No CUDA device: the GPU parts were not graded** (they earn no points "
+                     "here).")
     lines += ["", "| Lab | Tests passed | Time | Speedup vs baseline | vs reference | Points |",
               "|---|---:|---:|---:|---:|---|"]
     lines += [_lab_row(lab, not result.device) for lab in result.labs]
@@ -112,7 +113,7 @@ def to_markdown(result: GradeResult) -> str:
         lines += _details(lab)
     if result.errors:
         lines += ["**Problems of the grader** (not your code):", ""]
-        lines += [f"- {_inline(e)}" for e in result.errors]
+        lines += [f"- {_inline(e)}" for e in grader_problems(result)]
         lines.append("")
     lines.append(f"<sub>{html.escape(result.schema)} · grader {html.escape(result.grader_version)}"
                  f" · {html.escape(result.created)}</sub>")

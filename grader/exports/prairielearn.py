@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..result import GradeResult, LabResult
-from .common import FLAG, PASS, SKIP, Item, fmt_points, lab_reason, score_items
+from .common import (FLAG, PASS, SKIP, Item, fmt_points, grader_problems, lab_reason,
+                     score_items)
 from .gradescope import hidden_names, pending_points, redact_hidden
 from .table import terminal_table
 
@@ -48,7 +49,7 @@ def _summarise_hidden(lab: LabResult, items: list[Item]) -> list[Item]:
 def ungradable_reasons(result: GradeResult) -> list[str]:
     """Why nothing of the submission could be graded; [] when something was."""
     if not result.labs:
-        return list(result.errors) or ["no lab was graded"]
+        return grader_problems(result) or ["no lab was graded"]
     reasons = []
     for lab in result.labs:
         build = next((p for p in lab.parts if p.kind == "build"), None)
@@ -92,7 +93,7 @@ def to_prairielearn(result: GradeResult) -> dict[str, Any]:
     output = terminal_table(result, color=False)
     if result.errors:
         output += "\nProblems of the grader (not your code):\n" + "\n".join(
-            f"  - {e}" for e in result.errors) + "\n"
+            f"  - {e}" for e in grader_problems(result)) + "\n"
     doc: dict[str, Any] = {
         "gradable": True,
         "score": round(score, 6),

@@ -7,9 +7,9 @@ import os
 import sys
 
 from ..result import GradeResult, LabResult
-from .common import (EPS, one_line, FAIL, FLAG, PASS, SKIP, fmt_points, lab_reason,
-                     part_outcome, part_reason, part_speed_of_light, test_counts,
-                     timing_summary)
+from .common import (EPS, one_line, FAIL, FLAG, PASS, SKIP, fmt_points, grader_problems,
+                     lab_reason, part_outcome, part_reason, part_speed_of_light,
+                     submission_name, test_counts, timing_summary)
 
 COLUMNS = (("Lab", 34, "<"), ("Tests", 32, ">"), ("Time", 11, ">"), ("Speedup", 9, ">"),
            ("vs ref", 10, ">"), ("Points", 14, ">"))
@@ -120,7 +120,7 @@ def terminal_table(result: GradeResult, color: bool | None = None) -> str:
     on = use_color(color)
     lines = []
     where = (result.device or {}).get("name") if result.device else None
-    head = f"Grade for {result.submission} (seed {result.seed}"
+    head = f"Grade for {submission_name(result)} (seed {result.seed}"
     head += f", {where})" if where else ", no CUDA device: GPU parts not graded)"
     lines.append(_paint(head, BOLD, on))
     header = _row([c[0] for c in COLUMNS])
@@ -167,6 +167,6 @@ def terminal_table(result: GradeResult, color: bool | None = None) -> str:
     total = f"{fmt_points(result.points)}/{fmt_points(result.max_points)} pts"
     total_row = _row(["Total", "", "", "", "", total])
     lines.append(_paint(total_row, BOLD, on))
-    for err in result.errors:
+    for err in grader_problems(result):
         lines.append(_paint(f"grader problem: {err}", RED, on))
     return "\n".join(lines) + "\n"

@@ -14,8 +14,8 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from unittest import mock
 
-from grader.exports import (score_items, terminal_table, to_gradescope, to_junit, to_markdown,
-                            to_prairielearn, write_exports)
+from grader.exports import (score_items, terminal_table, to_gradescope, to_html, to_junit,
+                            to_markdown, to_prairielearn, write_exports)
 from grader.result import (CRASHED, FAILED, GRADED, NOT_GRADED, NOT_RUN, PASSED, REVIEW,
                            GradeResult, LabResult, PartResult, TestResult)
 from grader.scoring import grade_totals, lab_totals
@@ -589,6 +589,37 @@ class TerminalTableTest(unittest.TestCase):
             with mock.patch.dict(os.environ, {}, clear=False):
                 os.environ.pop("NO_COLOR", None)
                 self.assertIn("\033[", terminal_table(result))
+
+
+class SubmissionNameTest(unittest.TestCase):
+    """Every text a student sees names the submission as the student knows it, never the
+    folder it lay in on the grader's machine (issue 36, item 10)."""
+
+    def texts(self, result) -> dict[str, str]:
+        return {"table": terminal_table(result, color=False),
+                "gradescope": json.dumps(to_gradescope(result)),
+                "prairielearn": json.dumps(to_prairielearn(result)),
+                "markdown": to_markdown(result), "html": to_html(result),
+                "junit": to_junit(result)}
+
+    def test_a_path_is_shown_as_its_name(self):
+        for result in (grade(no_gpu_lab(), device=None), grade(graded_lab())):
+            result.submission = "/tmp/subs/alice"
+            result.errors = ["cannot read /tmp/subs/alice/labs/x.cu"]
+            for name, text in self.texts(result).items():
+                self.assertNotIn("/tmp/subs", text, name)
+                self.assertIn("alice", text, name)
+        self.assertIn("Grade for alice (seed 1234", to_gradescope(result)["output"])
+        self.assertIn("cannot read alice/labs/x.cu", to_gradescope(result)["output"])
+        self.assertIn("Submission `alice`", to_markdown(result))
+        self.assertIn("Submission <code>alice</code>", to_html(result))
+
+    def test_an_address_is_shown_as_given(self):
+        result = grade(full_lab())
+        for given in ("https://git.example.edu/cuda/alice-labs.git",
+                      "git@git.example.edu:cuda/alice-labs.git"):
+            result.submission = given
+            self.assertIn(f"Grade for {given} (seed", terminal_table(result, color=False))
 
 
 class WriteExportsTest(unittest.TestCase):

@@ -168,7 +168,7 @@ class HtmlReportTest(unittest.TestCase):
         self.assertIn("32-way", self.page)  # the predicted degree labels lab 06's points
 
     def test_text_is_escaped(self):
-        self.assertIn("submissions/&lt;alice&gt;", self.page)
+        self.assertIn("Submission <code>&lt;alice&gt;</code>", self.page)  # its name only
         self.assertIn("odd &lt;sizes&gt;", self.page)
         self.assertIn("&lt;b&gt;now&lt;/b&gt;", self.page)
         self.assertNotIn("<b>now", self.page)
