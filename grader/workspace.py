@@ -85,6 +85,17 @@ def copy_student_tree(src_root: Path, dest: Path, labs: list[LabPaths]) -> None:
         shutil.rmtree(stray)
 
 
+def not_submitted(rel: str) -> str:
+    """What every command says of a student file the submission lacks."""
+    return f"{rel} is not in the submission"
+
+
+def missing_student_files(submission: Path, rels: list[str]) -> list[str]:
+    """not_submitted(rel) for each of `rels` that the submission has nothing at (a
+    dangling link is there: place_student_file refuses it by name)."""
+    return [not_submitted(rel) for rel in rels if not os.path.lexists(submission / rel)]
+
+
 def place_student_file(submission: Path, rel: str, dest_root: Path) -> str | None:
     """Copies one student file from the submission as a regular file; returns a problem, or
     None. Whatever the submission holds at that path (a folder, a fifo, a device, a file
@@ -106,7 +117,7 @@ def place_student_file(submission: Path, rel: str, dest_root: Path) -> str | Non
         # O_NONBLOCK: opening a fifo must not wait for a writer
         fd = os.open(submission / rel, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
-        return f"{rel} is not in the submission"
+        return not_submitted(rel)
     except OSError as err:
         return f"{rel} cannot be read ({err.strerror}); {wanted}"
     try:
@@ -348,6 +359,7 @@ def default_env(home: Path) -> dict[str, str]:
 
 
 __all__ = ["BuildOutcome", "copy_pristine", "copy_student_tree", "student_jail",
-           "cache_value", "usable_cpus", "place_student_file", "cmake_configure",
+           "cache_value", "usable_cpus", "place_student_file", "not_submitted",
+           "missing_student_files", "cmake_configure",
            "cmake_build", "compile_errors", "lock_down", "open_for", "object_file", "binary",
            "default_env", "submission_tree", "ROOT"]

@@ -10,10 +10,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from .. import pipeline, workspace
 from ..cluster import job_submit
 from ..exports import write_exports
-from ..paths import ROOT
-from ..result import PASSED, GradeResult
+from ..paths import ROOT, LabPaths
+from ..result import (GRADED, NO_SUBMISSION, PASSED, BuildRecord, GradeResult, LabResult,
+                      PartResult)
+from ..rubric import Rubric, RubricError, load_rubric
+from ..scoring import finish_unfinished, grade_totals, lab_totals
 from ..exports.table import needs_gpu
 from ._common import (GradingFlags, add_grading_flags, grade_submission, labs_or_say, table,
                       write_result)
@@ -72,6 +76,35 @@ def feedback(result: GradeResult, limit: int = 6) -> str:
     return "\n".join(out)
 
 
+def not_submitted(labs: list[LabPaths]) -> dict[str, tuple[Rubric, list[str]]]:
+    """The labs whose student file(s) this working copy lacks: their rubric and, per file,
+    what `grade` says of it ("labs/04_tiled_matmul/tiled_matmul.cu is not in the
+    submission"). A check builds the working copy itself, so such a lab cannot even be
+    configured: it is told here, as `grade` tells it, and the other labs are graded."""
+    out = {}
+    for lab in labs:
+        try:
+            rubric = load_rubric(lab)
+        except (RubricError, OSError):
+            continue  # the pipeline says what is wrong with the rubric
+        problems = workspace.missing_student_files(ROOT, rubric.student_files)
+        if problems:
+            out[lab.folder] = (rubric, problems)
+    return out
+
+
+def no_submission_lab(folder: str, rubric: Rubric, problems: list[str]) -> LabResult:
+    """A lab without its file, as a grade records it: every part zero, the reason first."""
+    reason = ("No submission for this lab: " + "; ".join(problems) + " (put your file "
+              "back there and check again).")
+    lab = LabResult(folder, rubric.title, 0.0, rubric.max_points,
+                    parts=[PartResult("build", "Build", GRADED, 0.0, 0.0, reason)],
+                    build=BuildRecord(False, 0.0, list(problems)), failure=NO_SUBMISSION)
+    finish_unfinished(lab, rubric, reason)
+    lab_totals(lab)
+    return lab
+
+
 def run(args: argparse.Namespace) -> int:
     labs = labs_or_say("check", args.labs)
     if labs is None:
@@ -80,7 +113,23 @@ def run(args: argparse.Namespace) -> int:
         return job_submit.run_job("check", args, ROOT, LAST)
     out, work = args.results or LAST, args.work_dir or WORK
     work.parent.mkdir(parents=True, exist_ok=True)
-    result, status = grade_submission(ROOT, labs, GradingFlags.of(args), work, args.quiet)
+    lacking = not_submitted(labs)
+    present = [lab for lab in labs if lab.folder not in lacking]
+    flags = GradingFlags.of(args)
+    if present:
+        result, status = grade_submission(ROOT, present, flags, work, args.quiet)
+    else:
+        opts = pipeline.Options(submission=ROOT, labs=[])
+        if flags.seed is not None:
+            opts.seed = flags.seed
+        result, status = pipeline.new_result(opts), 0
+    for i, lab in enumerate(labs):
+        if lab.folder in lacking:
+            result.labs.insert(i, no_submission_lab(lab.folder, *lacking[lab.folder]))
+    grade_totals(result)
+    for _rubric, problems in lacking.values():
+        for problem in problems:
+            print(f"check: {problem}", file=sys.stderr)
     write_result(result, out)
     if args.html:  # named where it ends up (a Slurm job's results are copied there)
         print(f"report: {LAST / write_exports(result, out, ['html'])[0].name}")

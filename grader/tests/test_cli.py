@@ -2,8 +2,11 @@
 
 import contextlib
 import io
+import shutil
+import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 from grader import refcache
 from grader.__main__ import build_parser, main
@@ -89,6 +92,51 @@ class CliTest(unittest.TestCase):
         self.assertNotIn("C[6][0]", text)
         self.assertIn("… and 14 more message(s)", text)
         self.assertTrue(text.rstrip().endswith("hint: two barriers per phase"), text)
+
+
+class CheckMissingFileTest(unittest.TestCase):
+    """`check` of a lab whose file the working copy lacks says so as `grade` does, and
+    grades the other labs (issue 36, item 2)."""
+
+    def test_a_missing_file_is_named_plainly(self):
+        from grader.commands import check
+        from grader.paths import find_lab
+        from grader.rubric import load_rubric
+        tmp = Path(tempfile.mkdtemp(prefix="cml-check-missing-"))
+        self.addCleanup(shutil.rmtree, tmp, True)
+        for rel in load_rubric(find_lab("02")).student_files:  # lab 04's file is missing
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / rel).write_text("// mine\n")
+        graded = []
+
+        def grade_submission(submission, labs, flags, work, quiet):
+            graded.append([lab.folder for lab in labs])
+            result = GradeResult(str(submission), 1, "t", "v", None, {})
+            if any(lab.number == "04" for lab in labs):  # what configuring it says
+                result.errors.append("CMake could not configure the pristine tree: CMake "
+                                     "Error at cmake/CmlLab.cmake:54 (message):")
+                return result, 1
+            result.labs = [LabResult(lab.folder, "t", 10.0, 10.0) for lab in labs]
+            return result, 0
+
+        err, stdout = io.StringIO(), io.StringIO()
+        with mock.patch.object(check, "ROOT", tmp), mock.patch.object(check, "LAST", tmp / "l"), \
+                mock.patch.object(check, "WORK", tmp / "w"), \
+                mock.patch.object(check, "grade_submission", grade_submission), \
+                contextlib.redirect_stderr(err), contextlib.redirect_stdout(stdout):
+            status = main(["check", "04", "02", "--no-gpu", "--seed", "5"])
+        out = stdout.getvalue()
+        rel = "labs/04_tiled_matmul/tiled_matmul.cu"
+        self.assertIn(f"check: {rel} is not in the submission", err.getvalue())
+        self.assertNotIn("CMake", err.getvalue() + out)
+        self.assertIn(f"04_tiled_matmul:\n  Build: No submission for this lab: {rel} is not in "
+                      "the submission", out)
+        self.assertEqual(graded, [["02_coalescing"]])
+        self.assertEqual(status, 0)
+        result = GradeResult.from_json((tmp / "l" / "result.json").read_text())
+        self.assertEqual([(lab.lab, lab.failure) for lab in result.labs],
+                         [("04_tiled_matmul", "no_submission"), ("02_coalescing", None)])
+        self.assertEqual((result.labs[0].points, result.labs[0].max_points), (0.0, 100.0))
 
 
 class MemorySafetyGateTest(unittest.TestCase):
