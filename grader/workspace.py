@@ -229,16 +229,69 @@ _ERROR_RE = re.compile(r"^(?P<path>[^\s:()][^:()]*?)(?:\((?P<l1>\d+)\)|:(?P<l2>\
                        r"\s*(?:fatal )?error\b[:\s]*(?P<msg>.*)$")
 
 
+# A function the linker found no definition of, in GNU ld's, lld's and nvlink's words.
+_UNDEFINED_RES = (re.compile(r"undefined reference to [`\u2018'](?P<name>.+?)['\u2019]\s*$"),
+                  re.compile(r"undefined symbol: (?P<name>.+?)\s*$"),
+                  re.compile(r"Undefined reference to '(?P<name>[^']+)'"))
+_INTERFACE_RE = re.compile(r"^lab\d+::")  # a name of a lab's interface (its namespace)
+
+
+def undefined_functions(log: str) -> list[str]:
+    """The names a build log's linker found no definition of, demangled, once each and in
+    their order."""
+    names: list[str] = []
+    for line in log.splitlines():
+        for pattern in _UNDEFINED_RES:
+            m = pattern.search(line)
+            if m:
+                if m.group("name").strip() not in names:
+                    names.append(m.group("name").strip())
+                break
+    mangled = [n for n in names if n.startswith("_Z")]
+    if mangled:
+        from .static_checks import CheckError, demangle
+        try:
+            plain = dict(zip(mangled, demangle(mangled)))
+        except (CheckError, OSError, subprocess.SubprocessError):
+            plain = {}
+        names = list(dict.fromkeys(plain.get(n, n) for n in names))
+    return names
+
+
+def link_problem(log: str) -> str | None:
+    """What a build that compiled but did not link lacks, in the student's terms: the
+    functions nothing defines, by their plain names (an empty or stub file leaves the lab's
+    interface undefined); None when the log names none."""
+    names = undefined_functions(log)
+    if not names:
+        return None
+    interface = [n for n in names if _INTERFACE_RE.match(n)]
+    other = [n for n in names if n not in interface]
+    said = []
+    if interface:
+        said.append(f"{len(interface)} function(s) of the lab's interface (its header declares "
+                    "them, its tests call them) are not defined in your file: "
+                    + "; ".join(interface) + ". Write each one (a stub that returns is "
+                    "enough for the lab to build; its tests then say what is left).")
+    if other:
+        said.append("Called but defined nowhere: " + "; ".join(other) + ".")
+    return " ".join(said)
+
+
 def compile_errors(log: str, student_files: dict[str, str]) -> list[str]:
     """The first errors in a build log, as "file:line: error: message", those in the
     student's files first. `student_files` maps a path in the work tree to the name the
-    student knows (e.g. labs/04_tiled_matmul/tiled_matmul.cu)."""
+    student knows (e.g. labs/04_tiled_matmul/tiled_matmul.cu). Functions the linker found no
+    definition of are one sentence naming them (link_problem), not the linker's lines."""
     mine, other = [], []
+    missing = link_problem(log)
+    if missing:
+        other.append(missing)
     for line in log.splitlines():
         line = line.strip()
         m = _ERROR_RE.match(line)
         if not m:
-            if "undefined reference" in line or "ld returned" in line:
+            if missing is None and ("undefined reference" in line or "ld returned" in line):
                 other.append(_shorten(line, student_files))
             continue
         path, number = m.group("path"), m.group("l1") or m.group("l2")
@@ -361,5 +414,6 @@ def default_env(home: Path) -> dict[str, str]:
 __all__ = ["BuildOutcome", "copy_pristine", "copy_student_tree", "student_jail",
            "cache_value", "usable_cpus", "place_student_file", "not_submitted",
            "missing_student_files", "cmake_configure",
-           "cmake_build", "compile_errors", "lock_down", "open_for", "object_file", "binary",
+           "cmake_build", "compile_errors", "link_problem", "undefined_functions", "lock_down",
+           "open_for", "object_file", "binary",
            "default_env", "submission_tree", "ROOT"]

@@ -8,6 +8,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
+from grader import workspace
 from grader.workspace import compile_errors, copy_pristine, place_student_file
 from grader.paths import find_lab, ROOT
 
@@ -37,6 +38,47 @@ class CompileErrorsTest(unittest.TestCase):
     def test_linker_errors_are_kept(self):
         errors = compile_errors("/usr/bin/ld: x.o: undefined reference to `lab04::f()'\n", FILES)
         self.assertEqual(len(errors), 1)
+
+
+# An empty lab 04 file: it compiles, and the link of the tests and the runner finds none of
+# the lab's functions (GNU ld's words; one name left mangled, as with --no-demangle).
+STUB_LOG = """\
+[3/9] Linking CXX executable labs/04_tiled_matmul/lab04_tests_student
+FAILED: labs/04_tiled_matmul/lab04_tests_student
+/usr/bin/ld: CMakeFiles/lab04_public_tests.dir/tests/test_register_tiled.cpp.o: in function \
+`std::_Function_handler<void (), lab04::(anonymous namespace)::run()::{lambda()#1}>::_M_invoke(\
+std::_Any_data const&)':
+test_register_tiled.cpp:(.text._ZNSt17_Function_handlerIFvvEZN5lab0412_GLOBAL__N_13runEvEUlvE_E9\
+_M_invokeERKSt9_Any_data+0x2a): undefined reference to `lab04::register_tiled_matmul(float \
+const*, float const*, float*, int)'
+test_tiled.cpp:(.text+0x11c): undefined reference to `lab04::register_tiled_matmul(float const*, \
+float const*, float*, int)'
+runner.cpp:(.text+0x91): undefined reference to `_ZN5lab0422choose_tile_for_deviceEi'
+runner.cpp:(.text+0x99): undefined reference to `my_helper()'
+collect2: error: ld returned 1 exit status
+""".replace("\\\n", "")
+
+
+class LinkProblemTest(unittest.TestCase):
+    """An empty or stub file names the functions it does not define, by their plain names,
+    never the linker's mangled lines (issue 36, item 3)."""
+
+    def test_undefined_functions_are_named_plainly(self):
+        errors = compile_errors(STUB_LOG, FILES)
+        self.assertEqual(len(errors), 1, errors)
+        self.assertIn("2 function(s) of the lab's interface", errors[0])
+        self.assertIn("lab04::register_tiled_matmul(float const*, float const*, float*, int); "
+                      "lab04::choose_tile_for_device(int).", errors[0])
+        self.assertIn("Called but defined nowhere: my_helper().", errors[0])
+        for linker in ("_ZN", "(.text", "ld returned", "undefined reference"):
+            self.assertNotIn(linker, errors[0])
+
+    def test_other_linkers_words(self):
+        for log in ("ld.lld: error: undefined symbol: lab04::tiled_matmul(int)\n",
+                    "nvlink error   : Undefined reference to '_ZN5lab0412tiled_matmulEi' in "
+                    "'x.o'\n"):
+            self.assertEqual(workspace.undefined_functions(log), ["lab04::tiled_matmul(int)"])
+        self.assertIsNone(workspace.link_problem(LOG))  # a compile error is no link problem
 
 
 class PristineCopyTest(unittest.TestCase):
