@@ -2,7 +2,7 @@
 (docs/architecture.md, "Commands")."""
 
 from . import (cache, check, ci, doctor, expect_fail, grade, grade_class, integrations, list_labs,
-               new_lab, release, skeleton)
+               new_lab, pr_queue, release, skeleton)
 
 COMMANDS = {
     "doctor": doctor,
@@ -12,6 +12,7 @@ COMMANDS = {
     "skeleton": skeleton,
     "expect-fail": expect_fail,
     "ci": ci,
+    "pr-queue": pr_queue,
     "batch": grade_class,
     "cache": cache,
     "release": release,

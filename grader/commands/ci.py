@@ -21,8 +21,16 @@ token, so nothing is posted for it and the summary says so. A comment that canno
 never fails the job. With --no-comment nothing is posted: a later job without the student's
 code can post comment.md (create it when result.json exists, else only update it).
 
+The summary names the submission by --name (default: the pull request's number, else the
+folder's name), never by a folder of the runner, and says what was graded and what was not:
+the labs, the GPU parts, and whose grader (the course's, with its hidden tests and
+reference, or a student copy's, without them: then it is feedback, not the grade). Without a
+GPU its headline says "host parts only"; with --require-gpu that fails the job instead.
+
 Exit status: 0 when grading completed (whatever the score) or no lab was touched; 1 when
-the grader could not grade (see `grade`); 130 when interrupted.
+the grader could not grade (see `grade`); 3 with --require-gpu when no GPU was usable
+(nothing is graded, or what was graded without one is written but the job fails); 130 when
+interrupted.
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ from ..exports import write_exports
 from ..paths import ROOT, LabPaths, discover_labs
 from ..result import GradeResult
 from ..rubric import RubricError, load_rubric
+from ..tools import query_gpus
 from ._common import (GradingFlags, add_grading_flags, grade_submission, labs_or_say, table,
                       write_result)
 
@@ -50,6 +59,7 @@ MARKER = "<!-- cml-grader -->"
 FORMATS = ["junit", "markdown", "html"]
 COMMENT_LIMIT = 65536  # GitHub's limit on a comment's body, in characters
 SUMMARY_LIMIT = 1_000_000  # a step summary may hold 1 MiB
+NO_GPU = 3  # the exit status of --require-gpu without a usable GPU
 
 GradeFn = Callable[[Path, list[LabPaths], argparse.Namespace], tuple[GradeResult, int]]
 
@@ -69,6 +79,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "checkout of the base branch (default: this checkout)")
     p.add_argument("--no-comment", action="store_true",
                    help="write the summary and files only; post nothing")
+    p.add_argument("--require-gpu", action="store_true",
+                   help="fail (exit status 3) when no GPU is usable, instead of grading the "
+                        "host parts only: for a runner that is meant to have one")
+    p.add_argument("--name", default="",
+                   help="the submission's name in the summary and result.json (default: the "
+                        "pull request's number, else the submission folder's name)")
+    p.add_argument("--because", default="",
+                   help="with --labs: why these labs, as the summary says it (default: "
+                        "\"the labs asked for\")")
     add_grading_flags(p, "seed of tests and bench", "grade without the GPU parts",
                       show_timeouts=False)
     p.add_argument("--work-dir", type=Path, default=None, help=argparse.SUPPRESS)
@@ -265,19 +284,70 @@ def append_summary(env: Mapping[str, str], text: str) -> None:
         print(f"ci: cannot write the job summary ({err})", file=sys.stderr)
 
 
+def is_course_grader(root: Path) -> bool:
+    """The course's own checkout has the reference solutions and hidden tests; a student
+    copy has neither."""
+    return (root / "solutions").is_dir()
+
+
+def headline(markdown: str, result: GradeResult, course: bool) -> str:
+    """The summary with its first line saying whose grader this was and, without a GPU,
+    that only the host parts were graded."""
+    first, sep, rest = markdown.partition("\n")
+    if not first.startswith("## CUDA Memory Labs"):
+        return markdown
+    if not course:
+        first = first.replace("## CUDA Memory Labs", "## CUDA Memory Labs, feedback from your "
+                              "own copy (no hidden tests, no reference)", 1) + ", not your grade"
+    if result.device is None:
+        first += ", host parts only (no GPU: the GPU parts were not graded)"
+    return first + sep + rest
+
+
+def scope_note(result: GradeResult, graded: list[LabPaths], every: list[LabPaths], how: str,
+               course: bool) -> str:
+    """What was graded and what was not, in two lines."""
+    numbers = ", ".join(lab.number for lab in graded) or "none"
+    whose = ("the course's grader, with its hidden tests and reference solution" if course
+             else "your own copy's grader: no hidden tests and no reference solution, so "
+                  "speed points are not measured and this is feedback, not your grade")
+    gpu = (f"GPU parts on {result.device.get('name', 'a CUDA device')}" if result.device
+           else "host parts only")
+    left = [lab.number for lab in every if lab.folder not in {g.folder for g in graded}]
+    missing = []
+    if left:
+        missing.append(f"lab(s) {', '.join(left)} (not changed by this pull request)"
+                       if "change" in how else f"lab(s) {', '.join(left)}")
+    if result.device is None:
+        missing.append("the GPU parts (no GPU was usable: GPU tests, memory safety, timing "
+                       "and profiler metrics)")
+    return (f"\n**What was graded:** lab(s) {numbers} ({how}) by {whose}; {gpu}.  \n"
+            f"**Not graded:** {'; '.join(missing) or 'nothing'}.\n")
+
+
 def run(args: argparse.Namespace, env: Mapping[str, str] | None = None,
-        grade_fn: GradeFn | None = None, root: Path = ROOT) -> int:
+        grade_fn: GradeFn | None = None, root: Path = ROOT,
+        gpu_probe: Callable[[], tuple[list, str]] = query_gpus) -> int:
     env = os.environ if env is None else env
     grade_fn = grade_fn or _grade
     submission = (args.submission or root).resolve()
     pr = read_event(env)
     out: Path = args.out
+    require_gpu = getattr(args, "require_gpu", False)
+    if require_gpu:
+        gpus, why = ([], "--no-gpu was given") if args.no_gpu else gpu_probe()
+        if not gpus:
+            text = (f"## CUDA Memory Labs: not graded\n\nThis runner has no usable GPU "
+                    f"({why}), and --require-gpu asks for one: nothing was graded.\n")
+            print(f"ci: --require-gpu: no usable GPU ({why}); nothing graded", file=sys.stderr)
+            append_summary(env, text)
+            return NO_GPU
 
     if args.labs:
         labs = labs_or_say("ci", [args.labs])
         if labs is None:
             return 1
-        how = f"the labs asked for ({args.labs})"
+        how = getattr(args, "because", "") or "the labs asked for"
     else:
         bases = [args.base] if args.base else [
             pr.base_sha or "", f"origin/{pr.base_ref}" if pr.base_ref else "", pr.base_ref or ""]
@@ -304,10 +374,16 @@ def run(args: argparse.Namespace, env: Mapping[str, str] | None = None,
 
     print(f"ci: grading {', '.join(lab.folder for lab in labs)} ({how})", file=sys.stderr)
     result, status = grade_fn(submission, labs, args)
+    result.submission = getattr(args, "name", "") or (
+        f"pull request #{pr.number}" if pr.number is not None else submission.name)
     write_result(result, out)
     written = write_exports(result, out, FORMATS)
+    course = is_course_grader(root)
     markdown = (out / "summary.md").read_text(encoding="utf-8") if (
-        out / "summary.md").is_file() else f"Grading wrote no summary: see {out}/result.json\n"
+        out / "summary.md").is_file() else "Grading wrote no summary: see result.json\n"
+    markdown = headline(markdown, result, course) + scope_note(
+        result, labs, discover_labs(root), how, course)
+    (out / "summary.md").write_text(markdown, encoding="utf-8")
     (out / "comment.md").write_text(comment_body(markdown), encoding="utf-8")
 
     if args.no_comment:
@@ -319,4 +395,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str] | None = None,
     print(f"ci: {note}", file=sys.stderr)
     print(f"ci: wrote {out / 'result.json'}" + "".join(f", {p}" for p in written),
           file=sys.stderr)
+    if require_gpu and result.device is None and status == 0:
+        print("ci: --require-gpu: the grade ran without a GPU (host parts only)",
+              file=sys.stderr)
+        return NO_GPU
     return status

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
-from typing import Any
+from typing import Any, Mapping
 
 from ..course import course_file
 from .. import device_limits, sandbox
@@ -52,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
     found["limits"] = limits.values or None
     feedback = gpu_feedback()
     found["gpu_feedback"] = feedback
+    runner = runner_admission(os.environ)
+    if runner is not None:
+        found["runner"] = runner
     if args.json:
         print(json.dumps(found, indent=2))
         return 0 if _can_build(tc, catch_version) else 1
@@ -114,6 +118,10 @@ def run(args: argparse.Namespace) -> int:
     print("GPU feedback without a GPU here (grader/course.toml)")
     for line in feedback_lines(feedback):
         print(line)
+    if runner is not None:
+        print("This runner's job (GitHub Actions, a self-hosted runner)")
+        for line in runner_lines(runner):
+            print(line)
     ok = _can_build(tc, catch_version)
     print("Verdict")
     if ok and gpus:
@@ -125,7 +133,57 @@ def run(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-PR_WORKFLOW = ".github/workflows/grade-pr.yml"
+PR_WORKFLOW = ".github/workflows/grade-student-prs.yml"  # the course repository's
+RUNNER_WORKFLOW = "CML_RUNNER_WORKFLOW"  # set on the GPU runner: OWNER/REPO/<PR_WORKFLOW>
+RUNNER_EVENTS = ("schedule", "workflow_dispatch")
+
+
+def runner_admission(env: Mapping[str, str]) -> dict | None:
+    """Inside a GitHub Actions job on a self-hosted runner (None elsewhere): whether the job
+    is the one the GPU runners' group should admit, as far as the job's environment shows:
+    the repository and workflow the runner says it is for ($CML_RUNNER_WORKFLOW, set in the
+    runner's own environment), a scheduled or dispatched event, a branch's workflow file.
+    This sees only the job it runs in: the runner group's settings are what keep every
+    other workflow out."""
+    if env.get("GITHUB_ACTIONS") != "true" or env.get("RUNNER_ENVIRONMENT") == "github-hosted":
+        return None
+    ref = env.get("GITHUB_WORKFLOW_REF", "")  # OWNER/REPO/.github/workflows/F.yml@refs/heads/B
+    path, _, at = ref.partition("@")
+    repo, event = env.get("GITHUB_REPOSITORY", ""), env.get("GITHUB_EVENT_NAME", "")
+    expected = env.get(RUNNER_WORKFLOW, "").strip()
+    warnings = []
+    if not expected:
+        warnings.append(f"the runner does not say which workflow it is for: set {RUNNER_WORKFLOW}"
+                        f"=OWNER/REPO/{PR_WORKFLOW} in its environment to have this checked")
+    else:
+        course = expected.split("/.github/", 1)[0]
+        if repo != course:
+            warnings.append(f"this job is of the repository {repo or '(unknown)'}, not {course}: "
+                            "the runner group must admit only the course's repository "
+                            "(\"selected repositories\")")
+        if path != expected:
+            warnings.append(f"this job runs {path or '(an unknown workflow)'}, not {expected}: "
+                            "the runner group must admit only that workflow (\"selected "
+                            "workflows\")")
+    if event not in RUNNER_EVENTS:
+        warnings.append(f"this job was started by '{event or '(unknown)'}': a GPU runner should "
+                        "only take the course's scheduled or dispatched grading (on a pull "
+                        "request's event the pull request wrote the workflow that runs)")
+    if at and not at.startswith("refs/heads/"):
+        warnings.append(f"the workflow file that runs is {at}'s, not a branch's")
+    return {"workflow_ref": ref or None, "repository": repo or None, "event": event or None,
+            "expected": expected or None, "warnings": warnings}
+
+
+def runner_lines(found: dict) -> list[str]:
+    """doctor's section on the job this runner is running."""
+    lines = [f"        workflow {found['workflow_ref'] or '(unknown)'}, event "
+             f"{found['event'] or '(unknown)'}"]
+    if not found["warnings"]:
+        lines.append("  ok    the job is the course's grading workflow, as this runner is set "
+                     "up for")
+    lines += [f"  warn  {w}" for w in found["warnings"]]
+    return lines
 
 
 def gpu_feedback(root=ROOT, which=shutil.which) -> dict:
@@ -156,11 +214,15 @@ def feedback_lines(found: dict) -> list[str]:
         lines.append(f"  --    Slurm{mark('slurm')}: no sbatch here; on the cluster's login "
                      "node, python3 -m grader check NN --slurm runs the check on a GPU node")
     if runners["workflow"]:
-        lines.append(f"  ok    pull requests{mark('pr-runners')}: {PR_WORKFLOW} grades a pull "
-                     "request on the course's GPU runners and comments the score")
+        lines.append(f"  ok    pull requests{mark('pr-runners')}: {PR_WORKFLOW} (here: this is "
+                     "the course's repository) grades the students' pull requests on the "
+                     "course's GPU runners and comments the score")
+    elif chosen == "pr-runners":
+        lines.append("  ok    pull requests (this copy's): open one; the course's own repository "
+                     "grades it on its GPU runners and comments the score (nothing in this "
+                     "copy runs that grading)")
     else:
-        lines.append(f"  --    pull requests{mark('pr-runners')}: no {PR_WORKFLOW} in this "
-                     "copy")
+        lines.append("  --    pull requests: not the way this copy is set up for")
     return lines
 
 

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..course import releases
+from ..course import course_file, releases, student_copy
 
 HELP = "write the student copy (no solutions, no hidden tests) as a new git repository"
 
@@ -66,4 +66,11 @@ def run(args: argparse.Namespace) -> int:
           "the grader's fixtures made from the solutions, other labs)")
     if not args.no_commit:
         print("a git repository with one commit; push it where students clone from")
+    try:
+        gpu_path = course_file.load().gpu_path
+    except course_file.CourseError as err:
+        print(f"release: {err}", file=sys.stderr)
+        return 1
+    for note in student_copy.workflow_notes(gpu_path):
+        print(f"- {note}")
     return 0

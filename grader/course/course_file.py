@@ -13,7 +13,8 @@ from ..rubric import tomllib
 COURSE_FILE = Path("grader") / "course.toml"
 GPU_PATHS = {
     "slurm": "the course's Slurm cluster: python3 -m grader check NN --slurm on its login node",
-    "pr-runners": "pull requests graded on the course's GPU runners (grade-pr.yml)",
+    "pr-runners": "pull requests graded by the course's repository on its GPU runners "
+                  "(grade-student-prs.yml)",
     "none": "neither the course's cluster nor its GPU runners",
 }
 

@@ -1,10 +1,12 @@
 """The student copy: this repository's committed tree without what only the grader may see.
 
 What goes in is a list of top-level entries (the labs with their skeletons, handouts, the
-common library, the grader, the build files, tools, docs, the CI workflows); anything else,
-new folders included, stays out unless added here. Left out besides: the reference
-solutions with their hidden tests, the grader's own tests made from the solutions, and,
-in a staged release (`labs`), the other labs' folders, handouts and figures.
+common library, the grader, the build files, tools, docs); anything else, new folders
+included, stays out unless added here. The copy's workflows are its own (student_copy.py):
+none of the course's goes out, so the copy has none that uses a GPU runner or a secret.
+Left out besides: the reference solutions with their hidden tests, the grader's own tests
+made from the solutions, and, in a staged release (`labs`), the other labs' folders,
+handouts and figures.
 
 The copy is taken from HEAD only (`git ls-tree`, `git cat-file`): a file in a released path
 that is modified, staged or untracked stops the release, naming it. Before anything is
@@ -38,9 +40,10 @@ from ..rubric import tomllib
 
 # Top-level entries of the student copy (files or folders; folders whole unless below).
 # CONTRIBUTING.md (how to work on the course itself) is not one of them.
+# Not .github/: the course's workflows grade with its GPU runners and tokens.
 INCLUDE_TOP = ("labs", "handouts", "common", "grader", "cmake", "docs", "tools", ".ci",
-               ".github/workflows", "CMakeLists.txt", "CMakePresets.json", "README.md",
-               "CHANGELOG.md", ".gitignore", "LICENSE*", ".clang-format", "mypy.ini")
+               "CMakeLists.txt", "CMakePresets.json", "README.md", "CHANGELOG.md", ".gitignore",
+               "LICENSE*", ".clang-format", "mypy.ini")
 # Left out although inside an included folder (glob patterns on the relative path).
 EXCLUDE = (
     "solutions/*",

@@ -11,6 +11,10 @@
 - CMakePresets.json with the `student` label no longer left out of the default test preset
   (in the student copy the student tests *are* the lab tests: there is no solution to test).
 
+Those two are the copy's only workflows: both run on GitHub-hosted runners without a GPU and
+use no secret (the student writes every branch of the copy, so any workflow there runs what
+the student wrote). GPU grades come from the course's own repository (`workflow_notes`).
+
 Everything is made from HEAD (releases.Tree), so it is as committed as the rest.
 """
 
@@ -39,7 +43,7 @@ CHECK_TIME = ("about 1½ minutes on a 2-core machine (measured: `python3 -m grad
 # What the README says this copy is set up for (grader/course.toml, [feedback] gpu_path).
 GPU_PATH_TEXT = {
     "slurm": "the course's Slurm cluster (`python3 -m grader check NN --slurm`)",
-    "pr-runners": "pull requests graded on the course's GPU runners",
+    "pr-runners": "pull requests graded by the course's repository on its GPU runners",
     "none": "neither yet: ask your course staff which one to use",
 }
 _CASE = re.compile(r'\b(?:TEST_CASE|SCENARIO)\(\s*"((?:[^"\\]|\\.)*)"\s*,\s*"([^"]*)"', re.S)
@@ -161,6 +165,33 @@ def classroom_workflow(tree, labs: list[str]) -> str:
         "        env:\n" + env +
         "        with:\n"
         f"          runners: {','.join(ids)}\n")
+
+
+COPY_WORKFLOWS = (".github/workflows/build.yml", ".github/workflows/classroom.yml")
+
+
+def workflow_notes(gpu_path: str) -> list[str]:
+    """What `grader release` says of the copy's workflows and of the GPU path the course
+    chose (grader/course.toml, [feedback] gpu_path)."""
+    notes = [
+        "the copy's workflows: build.yml (builds, runs the student's host tests) and "
+        "classroom.yml (GitHub Classroom's preliminary host score), both on GitHub-hosted "
+        "runners without a GPU",
+        "they use no GPU runner and no secret, and grade nothing as the grade: no hidden "
+        "tests, no reference, no GPU parts (a `grader ci` run in the copy says \"feedback from "
+        "your own copy (no hidden tests, no reference)\")",
+    ]
+    if gpu_path == "pr-runners":
+        notes.append("GPU path: pull requests, graded by the course's own repository "
+                     "(.github/workflows/grade-student-prs.yml on its GPU runners, hidden tests "
+                     "and reference included) and commented on; the copy runs none of it")
+    elif gpu_path == "slurm":
+        notes.append("GPU path: the course's Slurm cluster (python3 -m grader check NN --slurm "
+                     "on its login node); no workflow of the copy touches a GPU")
+    else:
+        notes.append("GPU path: none set (grader/course.toml [feedback] gpu_path = \"none\"): "
+                     "students get no GPU feedback from the copy")
+    return notes
 
 
 def student_presets(text: str) -> str:

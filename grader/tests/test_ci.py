@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from grader.commands import ci
-from grader.paths import ROOT, discover_labs
+from grader.paths import discover_labs
 from grader.result import GradeResult, LabResult, PartResult, TestResult
 
 LABS = ("02_coalescing", "04_tiled_matmul", "06_bank_conflicts")
@@ -274,9 +274,64 @@ class CiTest(unittest.TestCase):
 
     def test_registered(self):
         from grader.__main__ import build_parser
-        args = build_parser().parse_args(["ci", "--no-comment", "--base", "main"])
-        self.assertEqual((args.command, args.base, args.no_comment), ("ci", "main", True))
-        self.assertTrue((ROOT / ".github" / "workflows" / "grade-pr.yml").is_file())
+        args = build_parser().parse_args(["ci", "--no-comment", "--base", "main",
+                                          "--require-gpu", "--name", "x#1"])
+        self.assertEqual((args.command, args.base, args.no_comment, args.require_gpu,
+                          args.name), ("ci", "main", True, True, "x#1"))
+
+    def test_no_runner_folder_and_what_was_graded(self):
+        # The fake grade has no device: the headline says host parts only, the comment names
+        # the submission, not the folder it was read from, and says what was not graded.
+        with FakeGitHub() as hub:
+            self.assertEqual(self.run_ci(self.env(hub.url), "--no-comment"), 0)
+        body = (self.tmp / "out" / "comment.md").read_text()
+        self.assertNotIn(str(self.tmp), body)
+        self.assertIn("Submission `pull request #7`", body)
+        first = body.splitlines()[1]
+        self.assertTrue(first.endswith("points, not your grade, host parts only (no GPU: the GPU "
+                                       "parts were not graded)"), first)
+        # this test's repository has no solutions/: a student copy's feedback, not a grade
+        self.assertIn("feedback from your own copy (no hidden tests, no reference)", first)
+        self.assertIn("**What was graded:** lab(s) 02, 04 (the labs changed since", body)
+        self.assertIn("**Not graded:** lab(s) 06 (not changed by this pull request); the GPU "
+                      "parts (no GPU was usable", body)
+        self.assertEqual(json.loads((self.tmp / "out" / "result.json").read_text())
+                         ["submission"], "pull request #7")
+
+    def test_the_course_grader_says_so(self):
+        (self.repo / "solutions").mkdir()
+        self.assertEqual(self.run_ci(self.env("http://127.0.0.1:9"), "--no-comment",
+                                     "--labs", "04", "--because", "the labs it changes",
+                                     "--name", "https://github.com/o/alice/pull/3 at 0123456789ab"),
+                         0)
+        body = (self.tmp / "out" / "comment.md").read_text()
+        self.assertTrue(body.splitlines()[1].startswith("## CUDA Memory Labs: 10 / 100 points, "
+                                                        "host parts only"))
+        self.assertNotIn("own copy", body)
+        self.assertIn("Submission `https://github.com/o/alice/pull/3 at 0123456789ab`", body)
+        self.assertIn("lab(s) 04 (the labs it changes) by the course's grader, with its hidden "
+                      "tests and reference solution", body)
+
+    def test_require_gpu(self):
+        calls: list = []
+        env = self.env("http://127.0.0.1:9")
+        with contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()) as err:
+            status = ci.run(self.args("--no-comment", "--require-gpu"), env=env,
+                            grade_fn=fake_grade(calls), root=self.repo,
+                            gpu_probe=lambda: ([], "nvidia-smi not found"))
+        self.assertEqual((status, calls), (ci.NO_GPU, []))  # nothing graded, the job fails
+        self.assertIn("no usable GPU (nvidia-smi not found)", err.getvalue())
+        self.assertIn("nothing was graded", self.summary.read_text())
+        self.assertFalse((self.tmp / "out" / "comment.md").exists())
+        # a GPU seen before the grade but none in it (fake_grade has no device): still fails
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            status = ci.run(self.args("--no-comment", "--require-gpu"), env=env,
+                            grade_fn=fake_grade(calls), root=self.repo,
+                            gpu_probe=lambda: ([object()], ""))
+        self.assertEqual((status, len(calls)), (ci.NO_GPU, 1))
+        # without the flag the same grade is a success that says "host parts only"
+        self.assertEqual(self.run_ci(env, "--no-comment"), 0)
 
 
 if __name__ == "__main__":

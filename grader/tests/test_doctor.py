@@ -94,21 +94,84 @@ class GpuFeedbackTest(unittest.TestCase):
                            None, False)
         self.assertIn("set up for: the course's Slurm cluster", lines[0])
         self.assertTrue(lines[1].startswith("  --    Slurm (this copy's): no sbatch here"))
-        self.assertTrue(lines[2].startswith("  --    pull requests: no "))
+        self.assertEqual(lines[2], "  --    pull requests: not the way this copy is set up for")
 
     def test_on_the_login_node_and_with_runners(self):
         lines = self.lines('[feedback]\ngpu_path = "pr-runners"\n[slurm]\npartition = "gpu"\n',
                            "/usr/bin/sbatch", True)
-        self.assertIn("set up for: pull requests graded on the course's GPU runners", lines[0])
+        self.assertIn("set up for: pull requests graded by the course's repository on its GPU "
+                      "runners", lines[0])
         self.assertIn("ok    Slurm: sbatch is here (/usr/bin/sbatch)", lines[1])
         self.assertIn("on partition gpu", lines[1])
         self.assertTrue(lines[2].startswith("  ok    pull requests (this copy's): "))
+
+    def test_a_student_copy_set_up_for_pull_requests(self):
+        # The copy has no grading workflow: the course's own repository grades its PRs.
+        lines = self.lines('[feedback]\ngpu_path = "pr-runners"\n', None, False)
+        self.assertTrue(lines[2].startswith("  ok    pull requests (this copy's): open one; "
+                                            "the course's own repository grades it"))
 
     def test_no_course_file_and_a_broken_one(self):
         self.assertIn("neither", self.lines(None, None, True)[0])
         lines = self.lines("[feedback]\ngpu_path = 3\n", None, True)
         self.assertEqual(len(lines), 1)
         self.assertIn("gpu_path", lines[0])
+
+
+COURSE = "course-org/cml-course/.github/workflows/grade-student-prs.yml"
+
+
+class RunnerAdmissionTest(unittest.TestCase):
+    """On a self-hosted runner, doctor warns where the job it runs in shows that the runner
+    group admits more than the course's grading workflow."""
+
+    def env(self, **changes: str) -> dict:
+        env = {"GITHUB_ACTIONS": "true", "RUNNER_ENVIRONMENT": "self-hosted",
+               "GITHUB_REPOSITORY": "course-org/cml-course", "GITHUB_EVENT_NAME": "schedule",
+               "GITHUB_WORKFLOW_REF": f"{COURSE}@refs/heads/main",
+               "CML_RUNNER_WORKFLOW": COURSE}
+        env.update(changes)
+        return {k: v for k, v in env.items() if v}
+
+    def test_the_course_workflow_is_fine(self):
+        found = doctor.runner_admission(self.env())
+        self.assertEqual(found["warnings"], [])
+        self.assertIn("ok    the job is the course's grading workflow",
+                      "\n".join(doctor.runner_lines(found)))
+        self.assertEqual(doctor.runner_admission(self.env(GITHUB_EVENT_NAME="workflow_dispatch"))
+                         ["warnings"], [])
+
+    def test_not_in_a_job_or_on_a_github_hosted_runner(self):
+        self.assertIsNone(doctor.runner_admission({}))
+        self.assertIsNone(doctor.runner_admission(self.env(RUNNER_ENVIRONMENT="github-hosted")))
+
+    def test_a_student_repository_on_the_runner(self):
+        # the course's workflow copied into a student's repository, run by a pull request
+        student = "course-org/labs-alice"
+        found = doctor.runner_admission(self.env(
+            GITHUB_REPOSITORY=student, GITHUB_EVENT_NAME="pull_request",
+            GITHUB_WORKFLOW_REF=f"{student}/.github/workflows/grade-pr.yml@refs/pull/3/merge"))
+        text = "\n".join(found["warnings"])
+        self.assertIn(f"repository {student}, not course-org/cml-course", text)
+        self.assertIn("selected repositories", text)
+        self.assertIn("selected workflows", text)
+        self.assertIn("started by 'pull_request'", text)
+        self.assertIn("refs/pull/3/merge's, not a branch's", text)
+        self.assertEqual(len(found["warnings"]), 4)
+
+    def test_another_workflow_of_the_course(self):
+        found = doctor.runner_admission(self.env(
+            GITHUB_WORKFLOW_REF="course-org/cml-course/.github/workflows/build.yml"
+                                "@refs/heads/main", GITHUB_EVENT_NAME="push"))
+        self.assertEqual(len(found["warnings"]), 2, found["warnings"])
+        self.assertIn("not course-org/cml-course/.github/workflows/grade-student-prs.yml",
+                      found["warnings"][0])
+
+    def test_a_runner_that_does_not_say(self):
+        found = doctor.runner_admission(self.env(CML_RUNNER_WORKFLOW=""))
+        self.assertEqual(len(found["warnings"]), 1)
+        self.assertIn("set CML_RUNNER_WORKFLOW=", found["warnings"][0])
+        self.assertTrue(doctor.runner_lines(found)[-1].startswith("  warn  "))
 
 
 if __name__ == "__main__":

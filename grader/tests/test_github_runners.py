@@ -110,11 +110,22 @@ class ValuesTest(unittest.TestCase):
         guide = GUIDE.read_text()
         for text in (self.values["runnerScaleSetName"], "nvidia.com/gpu: 1", "procMount",
                      "hostUsers: false", "seccompProfile", "appArmorProfile",
-                     "grader doctor", "runs-on: cml-gpu"):
+                     "grader doctor", "runs-on: cml-gpu", self.values["runnerGroup"],
+                     "selected repositories", "selected workflows",
+                     ".github/workflows/grade-student-prs.yml@refs/heads/main"):
             self.assertIn(text, guide)
         self.assertIn("runs-on: [self-hosted, linux, gpu]",
-                      (ROOT / ".github" / "workflows" / "grade-pr.yml").read_text(),
-                      "the guide quotes grade-pr.yml's runs-on line")
+                      (ROOT / ".github" / "workflows" / "grade-student-prs.yml").read_text(),
+                      "the guide quotes grade-student-prs.yml's runs-on line")
+
+    def test_the_runner_says_which_workflow_it_is_for(self):
+        # `grader doctor` on the runner compares the job with this (grader/commands/doctor.py)
+        from grader.commands import doctor
+        env = {e["name"]: e.get("value") for e in self.runner["env"]}
+        self.assertRegex(env[doctor.RUNNER_WORKFLOW],
+                         r"^[\w.-]+/[\w.-]+/" + re.escape(doctor.PR_WORKFLOW) + "$")
+        # registered for the organisation, in a runner group the guide restricts
+        self.assertRegex(self.values["githubConfigUrl"], r"^https://github\.com/[\w.-]+$")
 
 
 @unittest.skipIf(NOT_HERE, NOT_HERE or "")

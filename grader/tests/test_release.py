@@ -52,14 +52,15 @@ class RulesTest(unittest.TestCase):
     def test_what_goes_in_and_what_stays_out(self):
         inside = ["labs/04_tiled_matmul/tiled_matmul.cu", "labs/_template/topic.cu",
                   "handouts/figures/04_tiles.svg", "grader/tests/test_rubric.py",
-                  ".github/workflows/grade.yml", "CMakePresets.json", "cmake/CmlLab.cmake",
+                  "CMakePresets.json", "cmake/CmlLab.cmake",
                   "tools/gpu_check.sh", "docs/mainpage.md", "common/src/test_main.cpp",
                   "CHANGELOG.md"]
         outside = ["solutions/04_tiled_matmul/tiled_matmul.cu",
                    "solutions/04_tiled_matmul/tests/test_hidden.cpp",
                    "grader/tests/fixtures/lab04/recipes.json", "grader/tests/lab_fixtures.py",
                    "grader/tests/test_e2e_lab04.py", "grader/tests/test_fixtures.py",
-                   ".github/CODEOWNERS", "notes/x.md",
+                   ".github/CODEOWNERS", "notes/x.md", ".github/workflows/grade.yml",
+                   ".github/workflows/grade-student-prs.yml", ".github/actionlint.yaml",
                    "grader/tests/adversarial/04_fair_reference/case.toml",
                    "grader/tests/adversarial/06_fair_xor_swizzle/labs/06_bank_conflicts/"
                    "bank_conflicts.cu", "grader/tests/test_adversarial.py",
