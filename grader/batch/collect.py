@@ -15,7 +15,7 @@ from ..exports.common import fmt_points
 from ..result import (BUILD_TIMEOUT, COMPILE_ERROR, CRASHED, ERROR, FAILED, GRADER_ERROR,
                       NO_SUBMISSION, NOT_CONFIGURED, STATIC_VIOLATION, TIMEOUT, GradeResult)
 from .fingerprint import grader_fingerprint
-from . import regrades
+from . import regrade_rules, regrades
 from .plan import PLAN_SCHEMA, TIMED_OUT, Plan, Stamp, load_result, read_stamp
 
 FAILURE_KINDS = ("grader error", "timeout", "no submission", "compile error",
@@ -95,11 +95,13 @@ def collect(out_dir: Path) -> dict:
         status = stamp.status if stamp else "graded"
         lab_status = {x.lab: regrades.lab_status(asdict(x))
                       for x in result.labs}
+        shown = regrade_rules.student_status({"labs": [asdict(x) for x in result.labs]},
+                                             status)
         total = result.points * sub.late_factor
         if sub.late_factor != 1.0:
             late.append((sub.student, sub.late, sub.late_factor, total, result.points))
         row.update({"total": fmt_points(total), "max_points": fmt_points(result.max_points),
-                    "status": status})
+                    "status": shown})
         row.update({f"{lab} status": lab_status.get(lab, "") for lab in plan.labs})
         rows.append(row)
         seconds += stamp.seconds if stamp else 0.0

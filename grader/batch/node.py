@@ -18,7 +18,7 @@ def node_problem(plan: Plan) -> str | None:
         if not gpus:
             return (f"no CUDA GPU on {host} ({why or 'none found'}): the GPU parts could not "
                     "be graded and would count as lost points. Grade on a GPU node, or give "
-                    "--no-gpu to grade without them (the gradebook then says 'incomplete')")
+                    "--no-gpu to grade without them (the gradebook then says 'provisional')")
     missing = [tool for tool in plan.require_tools if not find_tool(tool)]
     if missing:
         return (f"{', '.join(missing)} not found on {host} (--require-tools): the parts that "

@@ -20,8 +20,13 @@ from typing import Any, Iterable
 
 from .. import csvsafe
 
-STATUSES = ("error", "timeout", "review", "incomplete", "interrupted", "not graded yet",
-            "graded")
+# The gradebook's statuses, one meaning each (grader/README.md, "Statuses in the gradebook"):
+# a student's `status` (how their grading ended) and a lab's `<lab> status` (what its points
+# are). `--only-status` picks students by either.
+STUDENT_STATUSES = ("graded", "timeout", "error", "interrupted", "not graded yet",
+                    "no submission")
+LAB_STATUSES = ("complete", "provisional", "not measured", "review", "no submission")
+STATUSES = tuple(dict.fromkeys(STUDENT_STATUSES + LAB_STATUSES))
 HISTORY_FILE = "history.jsonl"
 ROUND = 4
 
@@ -44,20 +49,28 @@ def split_list(text: str | Iterable[str] | None) -> list[str]:
     return [x.strip() for item in items for x in item.split(",") if x.strip()]
 
 
+def student_status(result: dict | None, stamp_status: str | None) -> str:
+    """The gradebook's `status` of a student, one of STUDENT_STATUSES: "not graded yet"
+    without a result, "no submission" when none of the graded labs had its file, else the
+    stamp's (graded, timeout, error, interrupted)."""
+    if result is None:
+        return "not graded yet"
+    labs = result.get("labs", [])
+    if (stamp_status or "graded") == "graded" and labs and all(
+            lab.get("failure") == "no_submission" for lab in labs):
+        return "no submission"
+    return stamp_status or "graded"
+
+
 def student_statuses(result: dict | None, stamp_status: str | None) -> set[str]:
-    """The statuses `--only-status` can pick a student by: the stamp's (graded, timeout,
-    error, interrupted), "not graded yet" without a result, "review" when a part waits for
-    a person, "incomplete" when a part was not graded (no GPU) or not measured."""
+    """The statuses `--only-status` can pick a student by: their student_status (and, with
+    no result, the stamp's: error, interrupted) and the status of each of their labs
+    (LAB_STATUSES, batch/regrades.py lab_status)."""
+    from .regrades import lab_status
     if result is None:
         return {"not graded yet"} | ({stamp_status} if stamp_status else set())
-    out = {stamp_status or "graded"}
-    parts = [p for lab in result.get("labs", []) for p in lab.get("parts", [])]
-    if any(p.get("status") == "review" for p in parts):
-        out.add("review")
-    if any(p.get("status") in ("not_graded", "not_measured") and p.get("max_points", 0) > 0
-           for p in parts):
-        out.add("incomplete")
-    return out
+    return ({student_status(result, stamp_status)}
+            | {lab_status(lab) for lab in result.get("labs", [])})
 
 
 def select_students(students: list[str], statuses: dict[str, set[str]],

@@ -19,6 +19,7 @@ from .. import batch
 from ..cluster import job_options
 from ..batch import regrades
 from ..batch.node import node_problem
+from ..batch.regrade_rules import STATUSES
 from ..exports import fmt_points
 from ..paths import ROOT
 from ..submissions import DownloadError, Staging, read_download, write_staging
@@ -78,8 +79,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="grade again these students only (comma-separated), merged into the "
                         "existing gradebook")
     p.add_argument("--only-status", default=None, metavar="STATUSES",
-                   help="grade again the students with one of these statuses: error, "
-                        "timeout, review, incomplete, interrupted, 'not graded yet'")
+                   help="grade again the students with one of these statuses: "
+                        + ", ".join(repr(s) if " " in s else s for s in STATUSES)
+                        + " (grader/README.md, 'Statuses in the gradebook')")
     p.add_argument("--rescore", action="store_true",
                    help="recompute the points of --out's stored results from the current "
                         "rubrics (a change of points only), then collect")
@@ -372,7 +374,7 @@ def _slurm_options(args: argparse.Namespace) -> "job_options.SlurmOptions | None
     opts = job_options.from_args(args, args.timeout)
     if opts.gres_line is None and not args.no_gpu:
         print("batch: --slurm-gres none gives the tasks no GPU: give --no-gpu as well to "
-              "grade without the GPU parts (the gradebook then says 'incomplete')",
+              "grade without the GPU parts (the gradebook then says 'provisional')",
               file=sys.stderr)
         return None
     if not args.slurm_no_check:

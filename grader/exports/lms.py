@@ -346,6 +346,11 @@ def write_files(out_dir: Path, labs: list[LabColumn], roster: Path | None,
     files: dict[Path, str | None] = {}
     if roster is not None:
         files[out_dir / "gradebook.csv"] = to_csv(rows)
+        summary = out_dir / "summary.md"
+        if summary.is_file():  # the roster's students without a submission, by that name
+            files[summary] = summary_roster_only(
+                summary.read_text(encoding="utf-8"),
+                [r.get("name") or r["student"] for r in rows[len(gradebook):]])
     for export in exports:
         text = to_canvas(rows, labs, course_columns) if export == "canvas" else to_moodle(rows, labs)
         files[out_dir / EXPORTS[export]] = text
@@ -361,6 +366,20 @@ def write_files(out_dir: Path, labs: list[LabColumn], roster: Path | None,
                             f"for {', '.join(missing)} (give --roster with their ids)")
     write_all(files)
     return warnings
+
+
+ROSTER_ONLY = "## No submission (on the roster only)"
+
+
+def summary_roster_only(summary: str, names: list[str]) -> str:
+    """summary.md with its section of the roster's students who have no submission in the
+    batch (their gradebook status: no submission) replaced by one naming `names`."""
+    text = summary.split("\n" + ROSTER_ONLY + "\n", 1)[0].rstrip("\n") + "\n"
+    if names:
+        text += (f"\n{ROSTER_ONLY}\n\n{len(names)} student(s) of the roster have no submission "
+                 f"in the batch (status `{NO_SUBMISSION}`, left blank in the LMS files): "
+                 f"{', '.join(names)}.\n")
+    return text
 
 
 def read_roster(path: Path) -> tuple[list[str], list[dict[str, str]]]:

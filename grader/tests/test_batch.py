@@ -301,6 +301,26 @@ class CollectTest(TmpCase):
         self.assertEqual(manifest["students"]["fay"]["status"], "timeout")
         self.assertEqual(json.loads((out / "manifest.json").read_text())["seed"], 7)
 
+    def test_each_status_means_one_thing(self):
+        """An empty submission is "no submission" (never "complete" with 0 points) and full
+        host marks without a GPU are "provisional" (never "incomplete"): issue 36, item 5."""
+        out = self.tmp / "out"
+        _plan(self.tmp, ["ann", "ben"], labs=[LAB]).save(out)
+        empty = _lab(0.0, [PartResult("build", "Build", GRADED, 0, 0, "No submission")])
+        empty.failure = "no_submission"
+        _store(out, "ann", _result(empty))
+        host = PartResult("correctness", "host", GRADED, 25.0, 25.0)
+        pending = PartResult("performance", "Performance", NOT_GRADED, 0.0, 75.0, "no GPU")
+        _store(out, "ben", _result(_lab(25.0, [host, pending])))
+        batch.collect(out)
+        with (out / "gradebook.csv").open() as f:
+            rows = {r["student"]: r for r in csv.DictReader(f)}
+        self.assertEqual((rows["ann"][f"{LAB} status"], rows["ann"]["status"]),
+                         ("no submission", "no submission"))
+        self.assertEqual((rows["ben"][f"{LAB} status"], rows["ben"]["status"]),
+                         ("provisional", "graded"))
+        self.assertRegex((out / "summary.md").read_text(), r"\| no submission \| 1 \| ann ")
+
     def test_histogram_bins_cover_the_range(self):
         lines = batch.histogram([0, 0, 49.9, 50, 100], 100)
         self.assertEqual(len(lines), 10)

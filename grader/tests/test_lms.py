@@ -184,6 +184,10 @@ class BatchCommandTest(unittest.TestCase):
         self.assertIn(["", "s001", "jsmith", "Smith, John", "46.67", ""], moodle)
         self.assertIn(["", "s002", "jdoe", "Doe, Jane", "", "15"], moodle)
         self.assertNotIn("no identifier", proc.stderr)  # ID number and username: enough
+        # alee is on the roster only: "no submission" in the gradebook and in summary.md
+        self.assertIn("## No submission (on the roster only)\n\n1 student(s) of the roster "
+                      "have no submission in the batch (status `no submission`, left blank in "
+                      "the LMS files): Lee, Ann.", (out / "summary.md").read_text())
         for name in ("canvas-import.csv", "moodle-import.csv"):
             self.assertIn(f"batch: {name}: 1 grade(s) are PROVISIONAL, host parts only",
                           proc.stderr)

@@ -32,22 +32,39 @@ def _result(review: bool = False, no_gpu: bool = False) -> dict:
 
 class SelectTest(unittest.TestCase):
     def test_statuses_come_from_the_stamp_and_the_parts(self):
-        self.assertEqual(regrade_rules.student_statuses(_result(), "graded"), {"graded"})
+        self.assertEqual(regrade_rules.student_statuses(_result(), "graded"),
+                         {"graded", "complete"})
         self.assertEqual(regrade_rules.student_statuses(_result(review=True), "graded"),
                          {"graded", "review"})
         self.assertEqual(regrade_rules.student_statuses(_result(no_gpu=True), "timeout"),
-                         {"timeout", "incomplete"})
+                         {"timeout", "provisional"})
         self.assertEqual(regrade_rules.student_statuses(None, None), {"not graded yet"})
+
+    def test_each_status_has_one_meaning(self):
+        """An empty submission is "no submission", never "complete" with 0 points; full
+        host marks without a GPU are "provisional", never "incomplete" (issue 36, item 5)."""
+        empty = _result()
+        empty["labs"][0]["failure"] = "no_submission"
+        self.assertEqual(regrade_rules.student_statuses(empty, "graded"), {"no submission"})
+        self.assertEqual(regrade_rules.student_status(empty, "graded"), "no submission")
+        self.assertEqual(regrade_rules.student_status(_result(no_gpu=True), "graded"),
+                         "graded")
+        unmeasured = _result()
+        unmeasured["labs"][0]["parts"][3].update(status="not_measured", max_points=0.0,
+                                                 details={"points_if_measured": 50.0})
+        self.assertIn("not measured", regrade_rules.student_statuses(unmeasured, "graded"))
+        self.assertNotIn("incomplete", regrade_rules.STATUSES)
+        self.assertEqual(len(set(regrade_rules.STATUSES)), len(regrade_rules.STATUSES))
 
     def test_only_names_and_only_statuses(self):
         students = ["ann", "ben", "cat", "dan"]
         statuses = {"ann": {"graded"}, "ben": {"error"}, "cat": {"graded", "review"},
-                    "dan": {"timeout", "incomplete"}}
+                    "dan": {"timeout", "provisional"}}
         pick = regrade_rules.select_students
         self.assertEqual(pick(students, statuses), students)
         self.assertEqual(pick(students, statuses, only="dan,ann"), ["ann", "dan"])
         self.assertEqual(pick(students, statuses, only_status="error,review"), ["ben", "cat"])
-        self.assertEqual(pick(students, statuses, only_status=["incomplete"]), ["dan"])
+        self.assertEqual(pick(students, statuses, only_status=["provisional"]), ["dan"])
         self.assertEqual(pick(students, statuses, only="ann,ben", only_status="error"),
                          ["ben"])
         with self.assertRaisesRegex(regrade_rules.RegradeError, "not in this batch: zed"):
