@@ -184,6 +184,16 @@ class StudentCopyTest(unittest.TestCase):
 
 
 class OverlayUnitTest(unittest.TestCase):
+    def test_release_says_what_the_workflows_do_and_the_gpu_path(self):
+        for path in course_file.GPU_PATHS:
+            notes = " ".join(student_copy.workflow_notes(path))
+            self.assertIn("no GPU runner and no secret", notes)
+            self.assertIn("feedback from your own copy (no hidden tests, no reference)", notes)
+            self.assertIn(f"GPU path: {'none' if path == 'none' else ''}", notes)
+        self.assertIn("grade-student-prs.yml", " ".join(student_copy.workflow_notes(
+            "pr-runners")))
+        self.assertIn("--slurm", " ".join(student_copy.workflow_notes("slurm")))
+
     def test_student_presets_keep_the_rest(self):
         course = {"version": 6, "testPresets": [
             {"name": "default", "filter": {"exclude": {"label": "^student$"}}},
