@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+
+
+def program() -> str:
+    """The command as it was run: this interpreter's name, `-m grader`."""
+    return f"{os.path.basename(sys.executable) or 'python3'} -m grader"
+
 
 try:
     from .commands import COMMANDS
 except ModuleNotFoundError as err:  # Python 3.10 without tomli: say what to install
     if err.name != "tomli":
         raise
-    sys.exit(f"python3 -m grader: {err.msg}")
+    sys.exit(f"{program()}: {err.msg}")
 
 
 def build_parser() -> argparse.ArgumentParser:

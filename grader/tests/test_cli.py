@@ -139,6 +139,25 @@ class CheckMissingFileTest(unittest.TestCase):
         self.assertEqual((result.labs[0].points, result.labs[0].max_points), (0.0, 100.0))
 
 
+class TomlMissingTest(unittest.TestCase):
+    """Without tomli (Python 3.10) the message names the interpreter that ran the grader and
+    where it looked (issue 36, item 11)."""
+
+    def test_the_message_names_the_interpreter_and_the_path(self):
+        from grader import rubric
+        text = rubric.toml_missing("/opt/py/bin/python3.10", (3, 10, 4),
+                                   ["/work/course", "/opt/py/lib/python3.10", ""])
+        self.assertIn("Python 3.10 (/opt/py/bin/python3.10) has no TOML reader", text)
+        self.assertIn("looked for the module tomli in /work/course, /opt/py/lib/python3.10 and "
+                      "found none", text)
+        self.assertIn("`/opt/py/bin/python3.10 -m pip install tomli`", text)
+
+    def test_the_command_is_named_as_it_was_run(self):
+        import grader.__main__ as entry
+        with mock.patch.object(entry.sys, "executable", "/opt/py/bin/python3.10"):
+            self.assertEqual(entry.program(), "python3.10 -m grader")
+
+
 class MemorySafetyGateTest(unittest.TestCase):
     def test_sanitizer_points_need_the_checked_cases_to_pass(self):
         from grader.scoring import memory_safety_gate

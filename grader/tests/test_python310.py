@@ -147,7 +147,11 @@ class Python310Test(unittest.TestCase):
         self.assertEqual(proc.returncode, 1)
         self.assertNotIn("Traceback", proc.stderr)
         self.assertIn("apt-get install python3-tomli", proc.stderr)
-        self.assertIn("Python 3.10 has no TOML reader", proc.stderr)
+        self.assertIn("has no TOML reader", proc.stderr)
+        # the interpreter that ran it, and where it looked (issue 36, item 11)
+        self.assertRegex(proc.stderr, r"^python3\.10 -m grader: Python 3\.10 \(/\S*python")
+        self.assertIn(" -m pip install tomli", proc.stderr)
+        self.assertIn("it looked for the module tomli in /", proc.stderr)
 
 
 if __name__ == "__main__":
