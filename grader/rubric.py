@@ -43,7 +43,7 @@ else:  # pragma: no cover - Python 3.10
     try:
         import tomli as tomllib
     except ModuleNotFoundError:
-        raise ModuleNotFoundError(toml_missing(sys.executable, sys.version_info, sys.path),
+        raise ModuleNotFoundError(toml_missing(sys.executable, sys.version_info[:2], sys.path),
                                   name="tomli") from None
 
 
