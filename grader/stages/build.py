@@ -189,9 +189,14 @@ def part(job: LabJob, built: StudentBuild) -> PartResult:
     outcome = built.outcome
     if outcome.ok:
         return quiet_part(built)
+    # A file that compiled but leaves functions undefined (an empty or stub file) is told
+    # which, not that it "does not compile" (issue 36, item 3).
+    missing = workspace.link_problem(outcome.log_tail) if built.compiled else None
     if outcome.timed_out:
         reason = (f"The build did not finish within {job.build_timeout:g} s (compile-time "
                   "recursion or a huge unrolled loop?), so nothing that needs it was graded.")
+    elif missing:
+        reason = "Your code compiles, but " + missing
     else:
         reason = "Your code does not compile:\n" + "\n".join(
             built.errors or [without_paths(outcome.log_tail.strip()[-800:], job.trees.work)])

@@ -80,6 +80,24 @@ class LinkProblemTest(unittest.TestCase):
             self.assertEqual(workspace.undefined_functions(log), ["lab04::tiled_matmul(int)"])
         self.assertIsNone(workspace.link_problem(LOG))  # a compile error is no link problem
 
+    def build_part(self, compiled, log):
+        from types import SimpleNamespace
+        from grader.stages import build
+        outcome = workspace.BuildOutcome(False, 1.0, False, [], log)
+        built = build.StudentBuild(compiled, outcome, compile_errors(log, FILES), "")
+        job = SimpleNamespace(build_timeout=600.0, trees=SimpleNamespace(work=Path(WORK)))
+        return build.part(job, built)
+
+    def test_the_build_part_says_the_code_compiles(self):
+        reason = self.build_part(True, STUB_LOG).reason
+        self.assertTrue(reason.startswith("Your code compiles, but 2 function(s) of the lab's "
+                                          "interface"), reason)
+        self.assertNotIn("does not compile", reason)
+        self.assertIn("lab04::choose_tile_for_device(int)", reason)
+        # a compile error is still one
+        self.assertTrue(self.build_part(False, LOG).reason.startswith(
+            "Your code does not compile:\n" + REL), self.build_part(False, LOG).reason)
+
 
 class PristineCopyTest(unittest.TestCase):
     def test_copy_has_only_the_graded_lab_and_takes_only_student_files(self):
