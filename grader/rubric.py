@@ -132,6 +132,10 @@ class Metric:
     points: float = 0.0
     requires: list[str] = field(default_factory=list)  # default: [performance].requires
     max_kernels: int | None = None  # more distinct kernels in the call: 0 points for it
+    # Said when the value loses the points, in the student's terms: what the number means and
+    # what usually makes it bad; and the heading of the lab's handout section that fixes it.
+    explain: str = ""
+    handout_section: str = ""
 
 
 @dataclass
@@ -271,6 +275,8 @@ METRICS_TABLE = Table("[[metrics]]", Metric, (
     Optional("points", NUMBER, AtLeast(0)),
     Optional("requires", STRINGS, default=DERIVED),  # [performance].requires
     Optional("max_kernels", WHOLE_NUMBER, AtLeast(1)),
+    Optional("explain", STRING),
+    Optional("handout_section", STRING),
 ), named_by="name", gone={"kernel_regex": _KERNEL_REGEX_GONE,
                           "baseline_kernel_regex": _KERNEL_REGEX_GONE})
 

@@ -160,7 +160,7 @@ def _first_line(text: str) -> str:
 
 def metric_points(value: float | None, points: float, expect_min: float | None,
                   expect_max: float | None, missing_groups: Iterable[str] = (),
-                  problem: str = "", source: str = "") -> PointsScore:
+                  problem: str = "", source: str = "", explain: str = "") -> PointsScore:
     """Points for one profiler metric of the student's call (always GRADED: a metric that
     could not be measured never reaches this).
 
@@ -169,7 +169,8 @@ def metric_points(value: float | None, points: float, expect_min: float | None,
     access...). Points need `points` > 0, the groups the metric requires at full marks
     (`missing_groups` lists those that are not) and the value inside [expect_min,
     expect_max] (either end may be open). `source` names what the value was read from
-    ("kernel transpose_padded"), shown beside it."""
+    ("kernel transpose_padded"), shown beside it; `explain` (metric_explanation) follows a
+    value outside the range."""
     missing = list(missing_groups)
     if value is None or not math.isfinite(value):
         return PointsScore(0.0, GRADED, problem or "Nothing was measured.")
@@ -184,7 +185,16 @@ def metric_points(value: float | None, points: float, expect_min: float | None,
               and (expect_max is None or value <= expect_max))
     if inside:
         return PointsScore(_round(points), GRADED, f"{shown}: full points ({wanted} needed).")
-    return PointsScore(0.0, GRADED, f"{shown}; full points need {wanted}.")
+    return PointsScore(0.0, GRADED, f"{shown}; full points need {wanted}. {explain}".strip())
+
+
+def metric_explanation(entry: "Metric") -> str:
+    """What a metric's lost points mean in the student's terms: the rubric's `explain` (what
+    the number means, what usually makes it bad) and its handout's section that fixes it."""
+    said = entry.explain.strip()
+    if entry.handout_section:
+        said += (f' The handout\'s section "{entry.handout_section}" shows how to fix it.')
+    return said.strip()
 
 
 def _range_text(lo: float | None, hi: float | None) -> str:
@@ -487,7 +497,8 @@ def metric_part(entry: "Metric", run: "MetricRun", full_groups: set[str]) -> Par
         return part
     part.details["value"] = run.value
     score = metric_points(run.value, entry.points, entry.expect_min, entry.expect_max,
-                          missing_groups(entry.requires, full_groups), run.problem, run.source)
+                          missing_groups(entry.requires, full_groups), run.problem, run.source,
+                          metric_explanation(entry))
     part.status, part.points = score.status, score.points
     part.reason = score.reason if score.points < entry.points or entry.points <= 0 else ""
     if run.review and score.points > 0:

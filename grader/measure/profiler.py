@@ -527,11 +527,33 @@ def _value(rows: list[dict[str, Any]], metric: Metric) -> tuple[float | None, st
 SIGNIFICANT_SHARE = 0.10
 
 
+# The anonymous namespace as ncu's demanglers spell it: a student's file has no name for it.
+_ANONYMOUS = ("(anonymous namespace)::", "<unnamed>::")
+
+
+def _without_parameters(name: str) -> str:
+    """`name` without the parameter list it ends with, found by its matching parenthesis
+    (a template argument such as "<(int)32>" or a parameter "void (*)(float)" holds some):
+    "tiled_kernel<(int)32>" for "tiled_kernel<(int)32>(const float *, int)"."""
+    if not name.endswith(")"):
+        return name
+    depth = 0
+    for i in range(len(name) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(name[i], 0)
+        if depth == 0:
+            return name[:i]
+    return name  # unbalanced: left as ncu wrote it
+
+
 def kernel_label(name: str) -> str:
-    """A kernel's name as a student wrote it: "transpose_padded" for ncu's
-    "(anonymous namespace)::transpose_padded(const float *, float *, int, int)"."""
-    short = name.replace("(anonymous namespace)::", "")
-    short = short.split("(", 1)[0].strip() if "(" in short else short.strip()
+    """A kernel's name as a student wrote it, whole: "transpose_padded" for ncu's
+    "(anonymous namespace)::transpose_padded(const float *, float *, int, int)" or
+    "void <unnamed>::transpose_padded(...)", "tiled_kernel<(int)32>" for
+    "void tiled_kernel<(int)32>(const float *, int)"."""
+    short = name.strip()
+    for anonymous in _ANONYMOUS:
+        short = short.replace(anonymous, "")
+    short = _without_parameters(short).strip()
     return short.removeprefix("void ").strip() or name
 
 

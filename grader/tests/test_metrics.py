@@ -69,7 +69,8 @@ def with_ranges(parts: dict[str, str]) -> str:
     """One ncu log of a run that profiled both calls, as ncu (with --nvtx) writes it: the
     launches of each part ("candidate" -> its log text) with the push/pop range column that
     says which call's range they ran in. A part without a table (no kernels) adds none; its
-    ==ERROR== / ==WARNING== lines are kept."""
+    ==ERROR== / ==WARNING== lines are kept, but "No kernels were profiled" only where no part
+    has a table."""
     messages, header, rows = [], None, []
     for call, text in parts.items():
         lines = text.splitlines()
@@ -85,6 +86,8 @@ def with_ranges(parts: dict[str, str]) -> str:
             rows.append(row + [f'1 "<default domain>:cml:{call}:none:none:none:none:none:none"'])
     if header is None:
         return "\n".join(messages) + "\n"
+    # ncu warns that no kernel was profiled only when the run profiled none at all.
+    messages = [m for m in messages if "No kernels were profiled" not in m]
     out = io.StringIO()
     csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([header] + rows)
     return "\n".join(messages) + "\n" + out.getvalue()
@@ -273,6 +276,45 @@ class MetricPartTest(MetricRun):
         part = self.measure(lab06_metric(LOADS), fake)
         self.assertEqual((part.status, part.points), (GRADED, 0.0))
         self.assertIn("Measured 32", part.reason)
+
+    def test_a_table_the_program_wrote_into_the_log_is_not_believed(self):
+        # The program inherits the descriptor ncu logs to. Its own table ahead of ncu's (a
+        # clean value in an extra column, so that ncu's rows would not fit the header) makes
+        # two tables: no points, flagged, whatever the rows say.
+        real = with_ranges({"candidate": log("ncu_unpadded.csv"),
+                            "baseline": log("ncu_baseline_naive.csv")})
+        forged = ncu_log([*SHARED_LD, "forged"], ["", "inst", ""],
+                         [("transpose_padded_kernel", REQUESTS, REQUESTS, 1)])
+        fake = FakeNcu({"cml:candidate/ cml:baseline/": forged + real})
+        part = self.measure(lab06_metric(LOADS), fake)
+        self.assertEqual((part.status, part.points), (GRADED, 0.0))
+        self.assertIn("flagged for review", part.reason)
+        self.assertIn("2 tables", part.reason)
+        # ncu's own log alone is read as before: the unpadded transpose's 32.
+        alone = self.measure(lab06_metric(LOADS), FakeNcu({"cml:candidate/ cml:baseline/": real}))
+        self.assertIn("Measured 32", alone.reason)
+
+    def test_a_lost_point_explains_itself_in_the_students_terms(self):
+        # Issue 36, item 14: the unpadded tile's 32 names the bank conflict, the padding that
+        # fixes it and the handout's section, and the kernel by its whole name.
+        real = with_ranges({"candidate": log("ncu_unpadded.csv"),
+                            "baseline": log("ncu_baseline_naive.csv")})
+        metric = lab06_metric(LOADS)
+        part = self.measure(metric, FakeNcu({"cml:candidate/ cml:baseline/": real}))
+        self.assertEqual((part.status, part.points), (GRADED, 0.0))
+        self.assertTrue(part.reason.startswith("Measured 32 in kernel transpose_padded_kernel;"
+                                               " full points need a value of at most 1.1. "),
+                        part.reason)
+        for words in ("bank conflict", "kTile + 1",
+                      'section "4. Write: the transpose through a shared tile"'):
+            self.assertIn(words, part.reason)
+        self.assertTrue(part.reason.endswith(scoring.metric_explanation(metric)), part.reason)
+        # full points, or points held back by a correctness group, say nothing of it
+        kept = self.measure(metric, FakeNcu({"cml:candidate/": log("ncu_textbook_padded.csv")}))
+        self.assertEqual(kept.reason, "")
+        gated = self.measure(metric, FakeNcu({"cml:candidate/": log("ncu_unpadded.csv")}),
+                             groups=GROUPS - {"Padded tile transpose"})
+        self.assertNotIn("bank conflict", gated.reason)
 
     def test_points_wait_for_the_required_groups(self):
         part = self.measure(lab06_metric(LOADS),
@@ -521,6 +563,25 @@ class KernelsOfTheCallTest(MetricRun):
                          "tiled_kernel<32>")
         self.assertEqual(profiler.kernel_label("chase"), "chase")
 
+    def test_kernel_labels_are_whole(self):
+        """ncu's "<unnamed>::" is the anonymous namespace too, and a name keeps what comes
+        before its parameter list whole: template arguments with parentheses in them, its
+        namespace (issue 36, item 14)."""
+        for name, label in (
+                ("void <unnamed>::transpose_padded_kernel(const float *, float *, int, int)",
+                 "transpose_padded_kernel"),
+                ("void lab06::<unnamed>::transpose_padded_kernel(const float *, float *, int, "
+                 "int)", "lab06::transpose_padded_kernel"),
+                ("lab06::(anonymous namespace)::transpose_padded_kernel(const float *, float *, "
+                 "int, int)", "lab06::transpose_padded_kernel"),
+                ("void tiled_kernel<(int)32>(const float *, const float *, float *, int)",
+                 "tiled_kernel<(int)32>"),
+                ("void apply<<unnamed>::Scale>(void (*)(float), float *)", "apply<Scale>"),
+                ("void chase_tuned_kernel<256, 8>(const unsigned int *, unsigned long *)",
+                 "chase_tuned_kernel<256, 8>")):
+            with self.subTest(name=name):
+                self.assertEqual(profiler.kernel_label(name), label)
+
 
 class Lab06ThresholdsTest(MetricRun):
     """The padded transpose written three fair ways keeps the points; the unpadded tile and
@@ -637,6 +698,33 @@ points = 5
             parse_rubric(self.LAB, base.replace("1.3", "0.9"))
         self.assertIn("[performance].floor_margin must be at least 1", str(ctx.exception))
 
+    def test_every_scored_metric_explains_a_lost_point(self):
+        """Issue 36, item 14: each lab's metric with points says what its number means, what
+        usually makes it bad (`explain`) and the section of the lab's handout that fixes it
+        (`handout_section`, one of the handout's headings)."""
+        scored = 0
+        for lab in sorted(p.name for p in (ROOT / "labs").glob("[0-9][0-9]_*")):
+            rubric = load_rubric(LabPaths(lab, lab[:2], lab[3:], ROOT))
+            handout = (ROOT / "handouts" / f"{lab}.md").read_text(encoding="utf-8")
+            headings = {ln.lstrip("#").strip() for ln in handout.splitlines()
+                        if ln.startswith("#")}
+            for m in rubric.metrics:
+                if m.points <= 0:
+                    continue
+                scored += 1
+                with self.subTest(lab=lab, metric=m.name):
+                    self.assertGreater(len(m.explain.split()), 15, "explain")
+                    self.assertIn(m.handout_section, headings)
+        self.assertGreaterEqual(scored, 8)
+
+    def test_the_explanation_keys(self):
+        m = self.parse('explain = "Bad."\nhandout_section = "2. Write the tiled kernel"\n'
+                       ).metrics[0]
+        self.assertEqual((m.explain, m.handout_section), ("Bad.", "2. Write the tiled kernel"))
+        self.assertEqual((self.parse().metrics[0].explain,
+                          self.parse().metrics[0].handout_section), ("", ""))
+        self.rejects("explain = 1\n", "explain must be a string")
+
     def test_no_lab_scores_a_raw_counter_against_exactly_zero(self):
         for lab in ("01_warp_sizing", "02_coalescing", "03_shared_memory", "04_tiled_matmul",
                     "05_boundary_checks", "06_bank_conflicts", "07_occupancy"):
@@ -679,6 +767,11 @@ class MetricPointsTest(unittest.TestCase):
         self.assertEqual((low.points, low.status), (0.0, GRADED))
         self.assertEqual(low.reason, "Measured 32; full points need a value of at most 1.1.")
         self.assertIn("between 3.5 and 4.5", scoring.metric_points(16, 10, 3.5, 4.5).reason)
+        explained = scoring.metric_points(32.0, 4, None, 1.1, explain="Padding fixes it.")
+        self.assertEqual(explained.reason, "Measured 32; full points need a value of at most "
+                         "1.1. Padding fixes it.")
+        self.assertEqual(scoring.metric_points(1.0, 4, None, 1.1, explain="x").reason,
+                         "Measured 1: full points (a value of at most 1.1 needed).")
         self.assertEqual(scoring.metric_points(1.0, 3, 0.99, None).points, 3.0)
 
     def test_nothing_measured_requires_and_reported_only(self):
@@ -698,6 +791,26 @@ class NcuLogTest(unittest.TestCase):
         self.assertEqual(empty.warnings, ["No kernels were profiled."])
         refused = profiler.parse_ncu_log(log("ncu_refused.log"))
         self.assertTrue(refused.errors[0].startswith("ERR_NVGPUCTRPERM"))
+
+    def test_only_what_ncu_writes_is_believed(self):
+        clean = log("ncu_unpadded.csv")
+        self.assertEqual(profiler.foreign_lines(clean), "")
+        self.assertEqual(profiler.foreign_lines(log("ncu_no_kernels.log")), "")
+        lines = clean.splitlines()
+        at = next(i for i, ln in enumerate(lines) if ln.startswith('"ID"'))
+        cases = {
+            "tables": "\n".join(lines[:at] + lines[at:] + lines[at:]),
+            "does not write": "\n".join(["0 errors, all clean", *lines]),
+            "not one of the table's": "\n".join(lines + ['"99","forged"']),
+            "no kernel": "\n".join([*lines, "==WARNING== No kernels were profiled."]),
+            # a quote left open swallows the lines after it
+            "not one of the table's ": "\n".join(lines[:at + 2] + ['"1,"2'] + lines[at + 2:]),
+        }
+        for said, text in cases.items():
+            with self.subTest(said):
+                found = profiler.parse_ncu_log(text)
+                self.assertIn(said.strip(), found.foreign)
+                self.assertEqual(found.rows, [])
 
     def test_aggregates(self):
         rows = profiler.parse_ncu_log(log("ncu_unpadded.csv")).rows
