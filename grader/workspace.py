@@ -60,7 +60,31 @@ def copy_pristine(src_root: Path, dest: Path, labs: list[LabPaths]) -> None:
 # What the student's build tree holds of the pristine tree: enough for CMake to configure
 # and build each labNN_student library, and nothing of solutions/ or the hidden tests.
 STUDENT_TREE = ("CMakeLists.txt", "cmake", "common", "docs", "grader/CMakeLists.txt")
-MAX_STUDENT_FILE = 4 * 1024 * 1024
+MAX_STUDENT_FILE = 4 * 1024 * 1024  # the student README says so (docs/student/README.md.in)
+MAX_STUDENT_FILE_TEXT = f"{MAX_STUDENT_FILE // 2**20} MiB"
+
+
+def too_large(rel: str, size: int, where: str = "in the submission") -> str:
+    """A student file over MAX_STUDENT_FILE, said as what it is: there, and too large."""
+    return (f"{rel} is {where} ({size / 2**20:.1f} MiB), but it is larger than the "
+            f"{MAX_STUDENT_FILE_TEXT} limit for a student file; submit the lab's source file "
+            "itself")
+
+
+def not_text(rel: str, data: bytes) -> str | None:
+    """Why `data`, a student's source file, is not text a compiler reads as the student
+    sees it, or None: a NUL byte (which compilers drop or stop at, and an editor shows as
+    nothing), and the whole file saved as UTF-16 (a NUL in every other byte)."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) or data.count(b"\0") * 3 > len(data):
+        return (f"{rel} is saved as UTF-16, which compilers do not read; save it as UTF-8 "
+                "(plain text) and submit it again")
+    at = data.find(b"\0")
+    if at < 0:
+        return None
+    line = data.count(b"\n", 0, at) + 1
+    return (f"{rel} holds a NUL byte (line {line}, byte {at + 1}), which a source file never "
+            "has: compilers drop it or stop there, and an editor shows nothing. Remove it "
+            "(save it as plain text) and submit it again")
 
 
 def copy_student_tree(src_root: Path, dest: Path, labs: list[LabPaths]) -> None:
@@ -125,13 +149,18 @@ def place_student_file(submission: Path, rel: str, dest_root: Path) -> str | Non
         if not stat.S_ISREG(info.st_mode):
             return f"{rel} is {_shape(info.st_mode)} in the submission, not a file; {wanted}"
         if info.st_size > MAX_STUDENT_FILE:
-            return f"{rel} is larger than 4 MiB"
+            return too_large(rel, info.st_size)
         with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read(MAX_STUDENT_FILE + 1)
     except OSError as err:
         return f"{rel} cannot be read ({err.strerror}); {wanted}"
     finally:
         os.close(fd)
+    if len(data) > MAX_STUDENT_FILE:  # grew after the size was read
+        return too_large(rel, len(data))
+    problem = not_text(rel, data)
+    if problem:
+        return problem
     target = dest_root / rel
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_symlink() or target.is_file():
@@ -413,7 +442,8 @@ def default_env(home: Path) -> dict[str, str]:
 
 __all__ = ["BuildOutcome", "copy_pristine", "copy_student_tree", "student_jail",
            "cache_value", "usable_cpus", "place_student_file", "not_submitted",
-           "missing_student_files", "cmake_configure",
+           "missing_student_files", "too_large", "not_text", "MAX_STUDENT_FILE_TEXT",
+           "cmake_configure",
            "cmake_build", "compile_errors", "link_problem", "undefined_functions", "lock_down",
            "open_for", "object_file", "binary",
            "default_env", "submission_tree", "ROOT"]

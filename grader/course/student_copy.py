@@ -27,6 +27,7 @@ from . import course_file
 from ..catch2.spec import spec_matches
 from ..paths import lab_name_parts
 from ..rubric import tomllib as _tomllib  # tomllib, or tomli on Python 3.10
+from ..workspace import MAX_STUDENT_FILE_TEXT
 
 TEMPLATES = "docs/student"  # left out of the copy itself (releases.EXCLUDE)
 README_TEMPLATE = f"{TEMPLATES}/README.md.in"
@@ -93,7 +94,7 @@ def render_readme(tree, labs: list[str]) -> str:
               "EX_TOPIC": lab_name_parts(example)[1], "BUILD_TIME": BUILD_TIME,
               "CHECK_TIME": CHECK_TIME,
               "CMAKE_MIN": f"{need.get('major', 3)}.{need.get('minor', 25)}",
-              "GPU_PATH": GPU_PATH_TEXT[course.gpu_path]}
+              "GPU_PATH": GPU_PATH_TEXT[course.gpu_path], "MAX_FILE": MAX_STUDENT_FILE_TEXT}
     text = re.sub(r"@([A-Z_]+)@", lambda m: values[m.group(1)], template)
     return text
 

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable
 
 from ..paths import discover_labs
 from ..rubric import RubricError, load_rubric
-from ..workspace import MAX_STUDENT_FILE
+from ..workspace import MAX_STUDENT_FILE, too_large
 
 API_URL = "https://api.github.com"
 MARKER = "<!-- cml-grader -->"  # the same as `grader ci`'s (a test keeps them equal)
@@ -225,8 +225,10 @@ def fetch_file(api: Api, repo: str, path: str, sha: str) -> tuple[bytes | None, 
         return None, (f"{path} is a {kind or 'thing'} in the pull request's head commit; "
                       "submit the file itself (links are never followed)")
     size = int(doc.get("size") or 0)
-    if size > MAX_STUDENT_FILE or doc.get("encoding") != "base64":
-        return None, f"{path} is larger than {MAX_STUDENT_FILE // (1024 * 1024)} MiB"
+    if size > MAX_STUDENT_FILE:
+        return None, too_large(path, size, "in the pull request's head commit")
+    if doc.get("encoding") != "base64":
+        return None, f"{path}: the API gave no content to read (encoding {doc.get('encoding')!r})"
     try:
         data = base64.b64decode(str(doc.get("content", "")), validate=False)
     except ValueError:

@@ -54,6 +54,13 @@ class ReadmeGpuPathTest(unittest.TestCase):
         self.assertIn(student_copy.GPU_PATH_TEXT["none"], self.render(None))
         self.assertEqual(set(student_copy.GPU_PATH_TEXT), set(course_file.GPU_PATHS))
 
+    def test_the_limits_of_a_student_file_are_said(self):
+        # Issue 36, item 12: the size limit a refusal names is in the student's README.
+        from grader.workspace import MAX_STUDENT_FILE
+        readme = " ".join(self.render(None).split())
+        self.assertIn(f"at most {MAX_STUDENT_FILE // 2**20} MiB", readme)
+        self.assertIn("NUL byte", readme)
+
     def test_a_bad_course_file_stops_the_release(self):
         with self.assertRaises(course_file.CourseError):
             self.render('[feedback]\ngpu_path = "cloud"\n')

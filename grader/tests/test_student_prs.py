@@ -408,7 +408,7 @@ class UnitTest(unittest.TestCase):
         api = student_prs.Api(READ, "https://api.invalid", transport)
         data, why = student_prs.fetch_file(api, REPO, STUDENT_FILE, "a" * 40)
         self.assertIsNone(data)
-        self.assertIn("larger than 4 MiB", why)
+        self.assertIn("larger than the 4 MiB limit for a student file", why)
 
     def test_errors_say_the_status(self):
         def transport(method, url, headers, body):

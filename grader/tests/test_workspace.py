@@ -172,6 +172,20 @@ class SubmissionShapesTest(unittest.TestCase):
         (self.sub / REL).parent.write_text("not a folder\n")
         self.assert_refused("cannot be read", "as a regular file")
 
+    def test_a_file_over_the_limit_says_the_limit_and_that_it_is_there(self):
+        # Issue 36, item 12: not "larger than 4 MiB" as if nothing had been submitted.
+        with (self.sub / REL).open("wb") as f:
+            f.truncate(50 * 1024 * 1024)
+        self.assert_refused(" is in the submission (50.0 MiB), but it is larger than the 4 MiB "
+                            "limit for a student file")
+
+    def test_a_nul_byte_is_said_plainly(self):
+        # Issue 36, item 12: a NUL byte in the source was graded without a word.
+        (self.sub / REL).write_bytes(b"// mine\nint x;\x00\n")
+        self.assert_refused("holds a NUL byte (line 2, byte 15)", "save it as plain text")
+        (self.sub / REL).write_bytes("// mine\n".encode("utf-16"))
+        self.assert_refused("is saved as UTF-16", "save it as UTF-8")
+
     def test_a_folder_left_where_the_file_goes_is_replaced(self):
         (self.sub / REL).write_text("// mine\n")
         (self.dest / REL).mkdir(parents=True)
