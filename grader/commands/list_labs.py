@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from ..paths import discover_labs
-from ..rubric import RubricError, load_rubric
+from ..rubric import Rubric, RubricError, load_rubric
+from ..scoring import bonus_offers, rubric_parts, stretch_name
 
 HELP = "list the labs, the files you edit in each and their points"
 
@@ -22,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
         print("no labs found (labs/NN_topic folders)")
         return 1
     status = 0
-    total = 0.0
+    total = bonus_total = 0.0
     for lab in labs:
         try:
             rubric = load_rubric(lab)
@@ -31,19 +32,41 @@ def run(args: argparse.Namespace) -> int:
             status = 1
             continue
         total += rubric.max_points
-        print(f"{lab.number}  {rubric.title}  ({rubric.max_points:g} points)")
+        # A bonus is on top of the lab's maximum (grader/README.md, "[[correctness]] bonus")
+        offers = bonus_offers(rubric)
+        bonus = sum(offers.values())
+        bonus_total += bonus
+        print(f"{lab.number}  {rubric.title}  ({rubric.max_points:g} points"
+              + (f", +{bonus:g} bonus)" if bonus else ")"))
         for rel in rubric.student_files:
             print(f"    edit: {rel}")
-        parts = [(g.name, g.points, g.tests) for g in rubric.correctness]
-        if rubric.memory_safety:
-            parts.append(("Memory safety", rubric.memory_safety.points,
-                          ", ".join(rubric.memory_safety.tools)))
-        if rubric.performance:
-            parts.append(("Performance", rubric.performance.points,
-                          f"comparison '{rubric.performance.comparison}'"))
-        parts += [(m.name, m.points, m.metric) for m in rubric.metrics if m.points or args.verbose]
-        for name, points, what in parts:
-            line = f"    {points:5g}  {name}"
-            print(line + (f"  [{what}]" if args.verbose else ""))
-    print(f"{len(labs)} lab(s), {total:g} points in all")
+        what = _what(rubric)
+        extra = []
+        for kind, name, points in rubric_parts(rubric):
+            if (kind, name) in offers:
+                extra.append((name, offers[(kind, name)], what[(kind, name)]))
+            elif kind != "metric" or points or args.verbose:
+                print(f"    {points:5g}  {name}"
+                      + (f"  [{what[(kind, name)]}]" if args.verbose else ""))
+        if extra:
+            print(f"    bonus, on top of the {rubric.max_points:g} points:")
+            for name, points, measured in extra:
+                print(f"    {'+' + format(points, 'g'):>5}  {name}"
+                      + (f"  [{measured}]" if args.verbose else ""))
+    print(f"{len(labs)} lab(s), {total:g} points in all"
+          + (f", +{bonus_total:g} bonus" if bonus_total else ""))
     return status
+
+
+def _what(rubric: Rubric) -> dict[tuple[str, str], str]:
+    """What each part of the rubric measures, for -v: its tests, tools, comparison, metric."""
+    out = {("correctness", g.name): g.tests for g in rubric.correctness}
+    if rubric.memory_safety:
+        out[("memory_safety", "Memory safety")] = ", ".join(rubric.memory_safety.tools)
+    if rubric.performance:
+        out[("performance", "Performance")] = f"comparison '{rubric.performance.comparison}'"
+    if rubric.stretch:
+        out[("performance", stretch_name(rubric.stretch))] = (
+            f"comparison '{rubric.stretch.comparison}'")
+    out.update({("metric", m.name): m.metric for m in rubric.metrics})
+    return out

@@ -269,8 +269,32 @@ def _graded_host_share(part: PartResult) -> float:
 def pending_points(lab: LabResult) -> float:
     """The points of `lab` that wait for a CUDA device: its parts not graded, less the host
     cases of a group graded without one."""
-    return sum(p.max_points - _graded_host_share(p) for p in lab.parts
-               if p.status == NOT_GRADED)
+    return sum(gpu_share(p) for p in lab.parts if p.status == NOT_GRADED)
+
+
+def gpu_share(part: PartResult) -> float:
+    """The points of a part not graded that wait for a CUDA device: its maximum, less the
+    host cases of a group graded without one."""
+    return part.max_points - _graded_host_share(part)
+
+
+def bonus_offered(part: PartResult) -> float | None:
+    """The points a bonus part offers on top of the lab's maximum (its own maximum is 0),
+    or None for a part that is no bonus."""
+    offered = part.details.get("bonus") if isinstance(part.details, dict) else None
+    return float(offered) if isinstance(offered, (int, float)) else None
+
+
+def waiting_label(part: PartResult) -> str:
+    """A part waiting for a GPU with what waits of it: "Performance (40)", a group whose host
+    cases were graded "Exact calculator (15.28 of 25)", a bonus "Bonus speed (+6 bonus)"."""
+    offered = bonus_offered(part)
+    if offered is not None and part.max_points <= EPS:
+        return f"{part.name} (+{fmt_points(offered)} bonus)"
+    share = gpu_share(part)
+    if share < part.max_points - EPS:
+        return f"{part.name} ({fmt_points(share)} of {fmt_points(part.max_points)})"
+    return f"{part.name} ({fmt_points(share)})"
 
 
 def timing_summary(lab: LabResult) -> dict[str, float | None]:

@@ -7,9 +7,10 @@ import os
 import sys
 
 from ..result import GradeResult, LabResult
-from .common import (EPS, one_line, FAIL, FLAG, PASS, SKIP, fmt_points, grader_problems,
-                     lab_reason, part_outcome, part_reason, part_speed_of_light,
-                     submission_name, test_counts, timing_summary)
+from .common import (EPS, one_line, FAIL, FLAG, PASS, SKIP, fmt_points, gpu_share,
+                     grader_problems, lab_reason, part_outcome, part_reason,
+                     part_speed_of_light, submission_name, test_counts, timing_summary,
+                     waiting_label)
 
 COLUMNS = (("Lab", 34, "<"), ("Tests", 32, ">"), ("Time", 11, ">"), ("Speedup", 9, ">"),
            ("vs ref", 10, ">"), ("Points", 14, ">"))
@@ -65,16 +66,13 @@ def tests_phrase(lab: LabResult, no_gpu: bool) -> str:
 
 def gradable_phrase(lab: LabResult) -> str:
     """"25/25 gradable here, 75 need a GPU" when parts wait for a GPU, else ""."""
-    def host_max(p) -> float:  # a group's host cases are graded without a GPU
-        return float(p.details.get("host_max", 0.0)) if isinstance(p.details, dict) else 0.0
-
-    waiting = sum(p.max_points - host_max(p) for p in lab.parts if needs_gpu(p))
+    waiting = sum(gpu_share(p) for p in lab.parts if needs_gpu(p))
     if waiting <= EPS:
         return ""
     here = [p for p in lab.parts if p.status not in ("not_graded", "not_measured")]
     got = sum(p.points for p in here) + sum(p.points for p in lab.parts if needs_gpu(p))
-    out_of = sum(p.max_points for p in here) + sum(host_max(p) for p in lab.parts
-                                                   if needs_gpu(p))
+    out_of = sum(p.max_points for p in here) + sum(p.max_points - gpu_share(p)
+                                                   for p in lab.parts if needs_gpu(p))
     return (f"{fmt_points(got)}/{fmt_points(out_of)} gradable here, "
             f"{fmt_points(waiting)} need a GPU")
 
@@ -145,8 +143,9 @@ def terminal_table(result: GradeResult, color: bool | None = None) -> str:
         lines.append(line)
         waiting = [p for p in lab.parts if needs_gpu(p) and not reported_only(p)]
         if waiting:
-            pts = f"{fmt_points(sum(p.max_points for p in waiting))} pts"
-            names = ", ".join(f"{p.name} ({fmt_points(p.max_points)})" for p in waiting)
+            # the figure of gradable_phrase: what waits of each part, a bonus apart
+            pts = f"{fmt_points(sum(gpu_share(p) for p in waiting))} pts"
+            names = ", ".join(waiting_label(p) for p in waiting)
             lines.append(f"    {_paint(f'{pts:>14}', CYAN, on)}  need a GPU: {names}")
         for p in lab.parts:
             if reported_only(p) and p.status not in ("not_graded", "not_measured"):

@@ -60,6 +60,18 @@ class CliTest(unittest.TestCase):
         _status, text = run(["list"])
         self.assertIn("labs/04_tiled_matmul/tiled_matmul.cu", text)
 
+    def test_list_shows_the_bonus_apart_from_the_100_points(self):
+        # Issue 36, item 9: the bonus is on top of the 100, and its speed part is listed.
+        _status, text = run(["list"])
+        lab04 = text.split("\n04  ", 1)[1].split("\n05  ", 1)[0]
+        self.assertTrue(lab04.startswith("Tiled matrix multiplication  (100 points, "
+                                         "+10 bonus)"), lab04)
+        main, bonus = lab04.split("    bonus, on top of the 100 points:\n")
+        self.assertNotIn("Bonus", main)
+        self.assertIn("   +4  Bonus: register-tiled kernel\n", bonus)
+        self.assertIn("   +6  Bonus speed", bonus)
+        self.assertIn("700 points in all, +10 bonus", text)
+
     def test_doctor_runs_anywhere(self):
         status, text = run(["doctor"])
         self.assertIn("Tools", text)

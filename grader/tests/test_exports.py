@@ -567,6 +567,29 @@ class TerminalTableTest(unittest.TestCase):
         text = terminal_table(fixtures()["compile_error"], color=False)
         self.assertIn("does not compile", text)
 
+    def test_points_waiting_for_a_gpu_need_no_explaining(self):
+        # Issue 36, item 9: a bonus part is not "(0)"; the points that need a GPU are one
+        # figure, rounded alike, on the lab's row and on the line that lists the parts.
+        lab = no_gpu_lab()
+        lab.parts[4] = PartResult(
+            "correctness", "Tiled kernel, compile-time tile", NOT_GRADED, 9.72, 25.0,
+            "Host cases: 7 of 7 pass (9.72 of 9.72 points, graded here). Not graded: no CUDA "
+            "device, so its 11 GPU case(s) (15.28 points) were not run.",
+            {"host_passed": 7, "host_total": 7, "host_points": 9.72, "host_max": 9.72,
+             "gpu_max": 15.28})
+        lab.parts.append(PartResult("correctness", "Bonus: register-tiled kernel", NOT_GRADED,
+                                    0.0, 0.0, NO_GPU, {"bonus": 4.0}))
+        lab.parts.append(PartResult("performance", "Bonus speed", NOT_GRADED, 0.0, 0.0, NO_GPU,
+                                    {"bonus": 6.0}))
+        lab_totals(lab)
+        text = terminal_table(grade(lab, device=None), color=False)
+        self.assertIn("24.72/34.72 gradable here, 65.28 need a GPU", text)
+        waiting = next(ln for ln in text.splitlines() if "need a GPU:" in ln)
+        self.assertIn("65.28 pts  need a GPU: Tiled kernel, compile-time tile (15.28 of 25), "
+                      "Memory safety (10), Performance (40), Bonus: register-tiled kernel "
+                      "(+4 bonus), Bonus speed (+6 bonus)", waiting)
+        self.assertNotIn("(0)", text)
+
     def test_fixed_columns(self):
         text = terminal_table(fixtures()["graded"], color=False)
         lines = text.splitlines()
