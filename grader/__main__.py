@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import NoReturn
 
 
 
@@ -21,8 +22,18 @@ except ModuleNotFoundError as err:  # Python 3.10 without tomli: say what to ins
     sys.exit(f"{program()}: {err.msg}")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, but a bad command line exits with status 1, as grader/README.md
+    documents for every command ("Exit status"), not argparse's 2. Its subcommands' parsers
+    are of this class too (add_subparsers makes them of the parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="python3 -m grader",
         description="CUDA Memory Labs grader: check your work, grade submissions, keep the "
                     "skeletons in sync.")

@@ -294,22 +294,32 @@ def check_partition(options: SlurmOptions, partition_text: str,
 
 # --------------------------------------------------------------------------- the command line
 
-def add_arguments(parser) -> None:
+def add_arguments(parser, one_job: bool = False) -> None:
     """The options `batch --slurm` lacks today (it has --slurm-time in seconds,
-    --slurm-cpus, --slurm-parallel and --sbatch); `from_args` reads them all."""
+    --slurm-cpus, --slurm-parallel and --sbatch); `from_args` reads them all. `one_job`:
+    the words of `check --slurm` and `grade --slurm` (cluster/job_submit.py), one job whose
+    options left out are the course file's, checked before it is submitted."""
+    if one_job:
+        each, default = "for the job", "default: the course file's"
+        no_check = "submit the job without checking its options against scontrol first"
+    else:
+        each, default = "per array task", ""
+        no_check = "write the scripts without checking them against scontrol"
     parser.add_argument("--slurm-gres", default="gpu:1",
-                        help="generic resources per array task (default gpu:1; 'none' for a "
-                             "partition without GPUs)")
-    parser.add_argument("--slurm-mem", default=None, help="memory per task, e.g. 16G")
-    parser.add_argument("--slurm-partition", default=None, help="the partition")
-    parser.add_argument("--slurm-account", default=None, help="the account to charge")
+                        help=f"generic resources {each} ({default or 'default gpu:1'}; 'none' "
+                             "for a partition without GPUs)")
+    parser.add_argument("--slurm-mem", default=None,
+                        help=f"memory {each}, e.g. 16G" + (f" ({default})" if default else ""))
+    parser.add_argument("--slurm-partition", default=None,
+                        help="the partition" + (f" ({default})" if default else ""))
+    parser.add_argument("--slurm-account", default=None,
+                        help="the account to charge" + (f" ({default})" if default else ""))
     parser.add_argument("--slurm-setup", action="append", default=[], metavar="LINE",
                         help="a shell line run before grading, e.g. 'module load cuda' "
                              "(repeatable)")
     parser.add_argument("--slurm-python", default="python3",
-                        help="the interpreter on the nodes (default python3)")
-    parser.add_argument("--slurm-no-check", action="store_true",
-                        help="write the scripts without checking them against scontrol")
+                        help=f"the interpreter on the nodes ({default or 'default python3'})")
+    parser.add_argument("--slurm-no-check", action="store_true", help=no_check)
 
 
 def from_args(args, timeout: float) -> SlurmOptions:

@@ -65,7 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="CPUs for the job (default: the course file's)")
     g.add_argument("--sbatch", action="append", default=[], metavar="OPTION",
                    help="an extra sbatch option, e.g. --sbatch=--qos=short (repeatable)")
-    job_options.add_arguments(g)
+    job_options.add_arguments(g, one_job=True)
     p.set_defaults(slurm_gres=None, slurm_python=None)  # None: the course file's
 
 

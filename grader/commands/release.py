@@ -38,6 +38,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.list and args.outdir is not None:  # as the help says: not with --list
+        print("release: --list writes nothing: give OUTDIR or --list, not both",
+              file=sys.stderr)
+        return 1
     try:
         if args.list:
             plan = releases.plan_release(labs=args.labs, earlier=args.earlier)

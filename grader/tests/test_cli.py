@@ -9,6 +9,7 @@ from pathlib import Path
 from unittest import mock
 
 from grader import refcache
+from grader.paths import ROOT
 from grader.__main__ import build_parser, main
 from grader.commands.check import feedback
 from grader.result import GradeResult, LabResult, PartResult, TestResult
@@ -40,7 +41,7 @@ class CliTest(unittest.TestCase):
             err = io.StringIO()
             with self.assertRaises(SystemExit) as stop, contextlib.redirect_stderr(err):
                 build_parser().parse_args(argv)
-            self.assertEqual(stop.exception.code, 2)
+            self.assertEqual(stop.exception.code, 1)  # grader/README.md: bad arguments
             self.assertIn("unknown export format", err.getvalue())
 
     def test_grading_commands_share_the_grading_flags(self):
@@ -55,6 +56,47 @@ class CliTest(unittest.TestCase):
                 argv + ["--cache", "/c"])).cache, Path("/c"), argv)
             self.assertIsNone(GradingFlags.of(build_parser().parse_args(
                 argv + ["--no-cache"])).cache, argv)
+
+    def test_argument_errors_exit_with_the_documented_status(self):
+        # Issue 36, item 13: grader/README.md says 1 for bad arguments; argparse's is 2.
+        readme = (ROOT / "grader" / "README.md").read_text(encoding="utf-8")
+        said = " ".join(readme.split("Exit status of `check` and `grade`:", 1)[1]
+                        .split("\n\n", 1)[0].split())
+        self.assertIn("1 when the grader itself could not grade (bad arguments", said)
+        for argv in (["grade"], ["check"], ["check", "04", "--seed", "x"], ["nonsense"],
+                     ["batch", "subs", "--bogus"], []):
+            with self.subTest(argv=argv), self.assertRaises(SystemExit) as stop, \
+                    contextlib.redirect_stderr(io.StringIO()) as err:
+                main(argv)
+            self.assertEqual(stop.exception.code, 1)
+            self.assertIn("error:", err.getvalue())
+
+    def help_of(self, command: str) -> str:
+        out = io.StringIO()
+        with self.assertRaises(SystemExit) as stop, contextlib.redirect_stdout(out):
+            main([command, "--help"])
+        self.assertEqual(stop.exception.code, 0)
+        return " ".join(out.getvalue().split())
+
+    def test_check_help_is_checks_own(self):
+        # Issue 36, item 13: check --help repeated batch's option texts.
+        check, batch = self.help_of("check"), self.help_of("batch")
+        for batch_only in ("per array task", "write the scripts", "default gpu:1",
+                           "default python3"):
+            self.assertNotIn(batch_only, check)
+        self.assertIn("per array task", batch)
+        self.assertIn("generic resources for the job (default: the course file's", check)
+        self.assertIn("submit the job without checking its options against scontrol", check)
+
+    def test_release_list_and_a_folder_agree_with_the_help(self):
+        # Issue 36, item 13: the help says OUTDIR is "not with --list"; it was accepted.
+        self.assertIn("not with --list", self.help_of("release"))
+        err = io.StringIO()
+        with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stderr(err), \
+                contextlib.redirect_stdout(io.StringIO()):
+            status = main(["release", tmp, "--list"])
+        self.assertEqual(status, 1)
+        self.assertIn("--list writes nothing: give OUTDIR or --list, not both", err.getvalue())
 
     def test_list_shows_lab_04_and_its_file(self):
         _status, text = run(["list"])

@@ -53,5 +53,32 @@ class QuickStartTest(unittest.TestCase):
         self.assertNotRegex(setup, r"grader grade[^\n]*(\\\n[^\n]*)*\|\| true")
 
 
+
+TEMPLATE = ROOT / "docs" / "student" / "README.md.in"  # the student copy's README
+
+
+class SectionsNamedTest(unittest.TestCase):
+    """A section a message or a handout sends the reader to exists in the tree it is read
+    in: the course's (README.md) and the student copy's (its README's template)."""
+
+    def test_the_no_gpu_hint_names_a_section_of_both_readmes(self):
+        # Issue 36, item 13: the bench's hint named a section only the student copy had.
+        bench = (ROOT / "common" / "src" / "bench.cpp").read_text(encoding="utf-8")
+        joined = re.sub(r'"\s*\n\s*"', "", bench)  # C++'s adjacent string literals, one
+        said = re.search(r"see README '([^']+)'", joined)
+        self.assertIsNotNone(said, "the bench's no-GPU hint")
+        handouts = {m for p in (ROOT / "handouts").glob("*.md")
+                    for m in re.findall(r"see \*([^*]+)\* in the README",
+                                        p.read_text(encoding="utf-8"))}
+        self.assertTrue(handouts)
+        for name in {said.group(1)} | handouts:
+            for readme in (ROOT / "README.md", TEMPLATE) if TEMPLATE.is_file() else (
+                    ROOT / "README.md",):  # a student copy: its README, made from it
+                with self.subTest(section=name, readme=readme.name):
+                    headings = [ln.lstrip("#").strip() for ln in
+                                readme.read_text(encoding="utf-8").splitlines()
+                                if ln.startswith("## ")]
+                    self.assertIn(name, headings)
+
 if __name__ == "__main__":
     unittest.main()
