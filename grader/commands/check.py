@@ -18,6 +18,7 @@ from ..result import (GRADED, NO_SUBMISSION, PASSED, BuildRecord, GradeResult, L
                       PartResult)
 from ..rubric import Rubric, RubricError, load_rubric
 from ..scoring import finish_unfinished, grade_totals, lab_totals
+from ..exports.common import wrap
 from ..exports.table import needs_gpu
 from ._common import (GradingFlags, add_grading_flags, grade_submission, labs_or_say, table,
                       write_result)
@@ -44,18 +45,29 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
+def _wrapped(first: str, text: str, rest: str) -> list[str]:
+    """A line of feedback wrapped to the terminal's width, never cutting a word (each line
+    of `text`, a compiler's error for one, wrapped on its own)."""
+    out: list[str] = []
+    for i, line in enumerate(text.strip().splitlines() or [""]):
+        out += wrap(line, first if i == 0 else rest, rest)
+    return out
+
+
 def feedback(result: GradeResult, limit: int = 6) -> str:
-    """What failed and why, for each lab: the student reads this first."""
+    """What failed and why, for each lab: the student reads this first; every line wrapped
+    to the terminal's width (common.wrap)."""
     out: list[str] = []
     for lab in result.labs:
         problems = []
         for part in lab.parts:
             if part.kind in ("build", "static") and part.reason:
-                problems.append(f"  {part.name}: {part.reason}")
+                problems += _wrapped(f"  {part.name}: ", part.reason, "      ")
         failing = [t for t in lab.tests if t.status != PASSED and t.status != "not_run"]
         for test in failing[:limit]:
             where = " (hidden test)" if test.hidden else ""
-            problems.append(f"  ✗ {test.name}{where} — {test.status} [{test.group}]")
+            problems += wrap(f"{test.name}{where} — {test.status} [{test.group}]", "  ✗ ",
+                             "      ")
             # The first few messages, then the hint whatever their number (scoring.py adds
             # it last).
             said = [m for m in test.messages if not m.startswith("hint: ")]
@@ -63,13 +75,13 @@ def feedback(result: GradeResult, limit: int = 6) -> str:
             for msg in said[:MESSAGES] + ([f"… and {len(said) - MESSAGES} more message(s)"]
                                           if len(said) > MESSAGES else []) + hints:
                 for line in msg.strip().splitlines()[:8]:
-                    problems.append(f"      {line}")
+                    problems += wrap(line, "      ", "        ")
         if len(failing) > limit:
             problems.append(f"  … and {len(failing) - limit} more failing test case(s)")
         for part in lab.parts:
             if part.kind in ("memory_safety", "performance", "metric") and part.reason \
                     and not needs_gpu(part):  # the table lists those once
-                problems.append(f"  {part.name}: {part.reason}")
+                problems += _wrapped(f"  {part.name}: ", part.reason, "      ")
         if problems:
             out.append(f"{lab.lab}:")
             out.extend(problems)

@@ -4,6 +4,8 @@ lab and its timing figures, all read from one GradeResult."""
 from __future__ import annotations
 
 import re
+import shutil
+import textwrap
 from dataclasses import dataclass
 
 from ..measure.floor import SpeedOfLight
@@ -121,6 +123,23 @@ def lab_reason(lab: LabResult) -> str:
         return ""
     first = one_line(reasons[0], 160)
     return first + (f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else "")
+
+
+def terminal_width(width: int | None = None) -> int:
+    """The columns to wrap to: `width`, else the terminal's (COLUMNS, else the terminal's
+    size), else 120 when the output is no terminal."""
+    return width or shutil.get_terminal_size((120, 24)).columns
+
+
+def wrap(text: str, first: str, rest: str, width: int | None = None) -> list[str]:
+    """`text` on lines of at most `width` columns (terminal_width), the first after
+    `first`, the others after `rest` (both plain text: their widths are counted), broken
+    only between words: a word longer than a line (a path) stays whole on a line of its
+    own, never cut."""
+    columns = max(terminal_width(width), max(len(first), len(rest)) + 20)
+    return textwrap.wrap(" ".join(str(text).split()), columns, initial_indent=first,
+                         subsequent_indent=rest, break_long_words=False,
+                         break_on_hyphens=False) or [first.rstrip()]
 
 
 def one_line(text: str, limit: int = 0) -> str:

@@ -24,7 +24,7 @@ from ..result import NOT_GRADED, NOT_RUN, GradeResult
 from .common import (FLAG, PASS, SKIP, fmt_points, grader_problems, score_items,
                      timing_summary)
 from .common import pending_points as lab_pending_points
-from .table import terminal_table  # the plain-text table is the overall output
+from .table import NO_WRAP, terminal_table  # the plain-text table is the overall output
 
 _TAGS = {FLAG: " [flagged for review]"}
 PENDING = " [pending GPU grading]"
@@ -98,7 +98,7 @@ def to_gradescope(result: GradeResult) -> dict[str, Any]:
             if item.seconds is not None:
                 test["extra_data"] = {"seconds": round(item.seconds, 3)}
             tests.append(test)
-    output = provisional_note(result) + terminal_table(result, color=False)
+    output = provisional_note(result) + terminal_table(result, color=False, width=NO_WRAP)
     if result.late:
         output = result.late_note() + "\n\n" + output
     if result.errors:

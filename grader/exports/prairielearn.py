@@ -16,7 +16,7 @@ from ..result import GradeResult, LabResult
 from .common import (FLAG, PASS, SKIP, Item, fmt_points, grader_problems, lab_reason,
                      score_items)
 from .gradescope import hidden_names, pending_points, redact_hidden
-from .table import terminal_table
+from .table import NO_WRAP, terminal_table
 
 _WORDS = {PASS: "passed", SKIP: "not graded", FLAG: "flagged for review"}
 
@@ -90,7 +90,7 @@ def to_prairielearn(result: GradeResult) -> dict[str, Any]:
                      + (f" ({reason})" if reason else ""))
     if result.device is None:
         lines.append("No CUDA device: GPU parts were not graded (pending GPU grading).")
-    output = terminal_table(result, color=False)
+    output = terminal_table(result, color=False, width=NO_WRAP)
     if result.errors:
         output += "\nProblems of the grader (not your code):\n" + "\n".join(
             f"  - {e}" for e in grader_problems(result)) + "\n"

@@ -9,14 +9,15 @@ import sys
 from ..result import GradeResult, LabResult
 from .common import (EPS, one_line, FAIL, FLAG, PASS, SKIP, fmt_points, gpu_share,
                      grader_problems, lab_reason, part_outcome, part_reason,
-                     part_speed_of_light, submission_name, test_counts, timing_summary,
-                     waiting_label)
+                     part_speed_of_light, submission_name, terminal_width, test_counts,
+                     timing_summary, waiting_label, wrap)
 
 COLUMNS = (("Lab", 34, "<"), ("Tests", 32, ">"), ("Time", 11, ">"), ("Speedup", 9, ">"),
            ("vs ref", 10, ">"), ("Points", 14, ">"))
 GREEN, YELLOW, RED, CYAN, BOLD, DIM, RESET = ("\033[32m", "\033[33m", "\033[31m", "\033[36m",
                                               "\033[1m", "\033[2m", "\033[0m")
 DASH = "-"
+NO_WRAP = 1 << 30  # a width for text a web page shows (it wraps it): one line per text
 
 
 def use_color(color: bool | None) -> bool:
@@ -114,8 +115,26 @@ def _points_color(points: float, max_points: float, outcome: str | None = None) 
     return YELLOW if points > EPS else RED
 
 
-def terminal_table(result: GradeResult, color: bool | None = None) -> str:
+def _block(cell: str, text: str, code: str, on: bool, width: int | None,
+           text_code: str = "") -> list[str]:
+    """A line of the table below a lab's row: `cell` (points, right-aligned, painted `code`)
+    then `text`, wrapped to the terminal's width under itself, never cutting a word."""
+    lead = " " * (4 + max(14, len(cell)) + 2)
+    lines = wrap(text, lead, lead, width)
+    out = []
+    for i, line in enumerate(lines):
+        shown = _paint(line[len(lead):], text_code, on)
+        out.append(("    " + _paint(f"{cell:>14}", code, on) + "  " if i == 0 else lead)
+                   + shown)
+    return out
+
+
+def terminal_table(result: GradeResult, color: bool | None = None,
+                   width: int | None = None) -> str:
+    """The table; every text under a lab's row (reasons, hints, the parts that need a GPU)
+    is wrapped to `width` (default: the terminal's, common.terminal_width), never cut."""
     on = use_color(color)
+    columns = terminal_width(width)
     lines = []
     where = (result.device or {}).get("name") if result.device else None
     head = f"Grade for {submission_name(result)} (seed {result.seed}"
@@ -131,41 +150,45 @@ def terminal_table(result: GradeResult, color: bool | None = None) -> str:
         all_skipped = lab.parts and all(part_outcome(p) == SKIP for p in lab.parts
                                         if p.max_points > 0)
         code = _points_color(lab.points, lab.max_points, SKIP if all_skipped else None)
-        width = len(row) - COLUMNS[-1][1]
-        line = row[:width] + _paint(row[width:], code, on)
+        cut = len(row) - COLUMNS[-1][1]
+        line = row[:cut] + _paint(row[cut:], code, on)
         listed = [p for p in lab.parts if part_outcome(p) != PASS and not needs_gpu(p)
                   and not reported_only(p)]
         summary = gradable_phrase(lab)
         if not summary and not listed and lab.points < lab.max_points - EPS:
             summary = lab_reason(lab)  # nothing below says why
-        if summary:
+        if summary and len(row) + 2 + len(summary) <= columns:
             line += "  " + _paint(summary, DIM, on)
+            summary = ""
         lines.append(line)
+        if summary:  # too long beside the row: under it
+            lines += _block("", summary, "", on, columns, DIM)
         waiting = [p for p in lab.parts if needs_gpu(p) and not reported_only(p)]
         if waiting:
             # the figure of gradable_phrase: what waits of each part, a bonus apart
             pts = f"{fmt_points(sum(gpu_share(p) for p in waiting))} pts"
             names = ", ".join(waiting_label(p) for p in waiting)
-            lines.append(f"    {_paint(f'{pts:>14}', CYAN, on)}  need a GPU: {names}")
+            lines += _block(pts, f"need a GPU: {names}", CYAN, on, columns)
         for p in lab.parts:
             if reported_only(p) and p.status not in ("not_graded", "not_measured"):
-                lines.append(f"    {'reported':>14}  {p.name}: {reported_value(p)}")
+                lines += _block("reported", f"{p.name}: {reported_value(p)}", "", on, columns)
             if p in listed:
                 outcome = part_outcome(p)
-                reason = one_line(part_reason(p), 200)
+                reason = one_line(part_reason(p))
                 pts = f"{fmt_points(p.points)}/{fmt_points(p.max_points)} pts"
                 tag = {SKIP: "not graded" if p.status == "not_graded" else "not measured",
                        FLAG: "review"}.get(outcome, "")
                 label = f"{p.name}" + (f" [{tag}]" if tag else "")
                 shade = _points_color(p.points, p.max_points, outcome)
-                lines.append(f"    {_paint(f'{pts:>14}', shade, on)}  {label}: {reason}")
+                lines += _block(pts, f"{label}: {reason}", shade, on, columns)
             sol = part_speed_of_light(p)
             if sol is not None:  # a fraction shown under the speed part, worth no points
-                lines.append(f"    {'':>14}  {sol.text()}")
+                lines += _block("", sol.text(), "", on, columns)
     lines.append("-" * len(header))
     total = f"{fmt_points(result.points)}/{fmt_points(result.max_points)} pts"
     total_row = _row(["Total", "", "", "", "", total])
     lines.append(_paint(total_row, BOLD, on))
     for err in grader_problems(result):
-        lines.append(_paint(f"grader problem: {err}", RED, on))
+        lines += [_paint(ln, RED, on) for ln in wrap(f"grader problem: {err}", "", "    ",
+                                                      columns)]
     return "\n".join(lines) + "\n"

@@ -136,6 +136,24 @@ class CliTest(unittest.TestCase):
         self.assertIn("C[3][4] = 0, expected 12 (size 33, seed 7)", text)
         self.assertIn("hint: two barriers per phase", text)
 
+    def test_feedback_wraps_to_the_terminal_never_cutting_a_word(self):
+        # Issue 36, item 8: the student's feedback fits 80 columns, every word whole.
+        hint = ("hint: " + "naive: each output reads a row of A and a column of B; tiled: "
+                "the same divided by the tile width. " * 3).strip()
+        reason = "Your code does not compile:\n" + "labs/04_tiled_matmul/tiled_matmul.cu:12: " \
+            "error: expected ';' before '}' token " * 2
+        lab = LabResult("04_tiled_matmul", "Tiled", 0, 100, parts=[
+            PartResult("build", "Build", "graded", 0, 0, reason.strip())],
+            tests=[TestResult("The tiled kernel works", "Tiled kernel", "gpu", False, "failed",
+                              0, 5, ["C[3][4] = 0, expected 12 (size 33, seed 7)", hint])])
+        result = GradeResult("x", 7, "now", "0", None, {}, labs=[lab])
+        with mock.patch.dict("os.environ", {"COLUMNS": "80"}):
+            text = feedback(result)
+        for line in text.splitlines():
+            self.assertLessEqual(len(line), 80, line)
+        self.assertIn(hint, " ".join(text.split()))
+        self.assertIn("labs/04_tiled_matmul/tiled_matmul.cu:12:", text.split())
+
     def test_feedback_shows_the_hint_after_many_messages(self):
         messages = [f"C[{i}][0] = 0, expected {i + 1}" for i in range(20)]
         lab = LabResult("04_tiled_matmul", "Tiled", 0, 100, tests=[TestResult(

@@ -582,13 +582,33 @@ class TerminalTableTest(unittest.TestCase):
         lab.parts.append(PartResult("performance", "Bonus speed", NOT_GRADED, 0.0, 0.0, NO_GPU,
                                     {"bonus": 6.0}))
         lab_totals(lab)
-        text = terminal_table(grade(lab, device=None), color=False)
+        text = terminal_table(grade(lab, device=None), color=False, width=300)
         self.assertIn("24.72/34.72 gradable here, 65.28 need a GPU", text)
         waiting = next(ln for ln in text.splitlines() if "need a GPU:" in ln)
         self.assertIn("65.28 pts  need a GPU: Tiled kernel, compile-time tile (15.28 of 25), "
                       "Memory safety (10), Performance (40), Bonus: register-tiled kernel "
                       "(+4 bonus), Bonus speed (+6 bonus)", waiting)
         self.assertNotIn("(0)", text)
+
+    def test_reasons_wrap_to_the_terminal_never_cutting_a_word(self):
+        # Issue 36, item 8: at 80 columns hints were cut mid-word ("Hint: naive: eac…").
+        hint = ("naive: each output reads a row of A and a column of B; tiled: the same "
+                "divided by the tile width, so count the loads of one phase first and "
+                "multiply by the phases; a tile of 32 loads a 32x32 block of each matrix.")
+        lab = no_gpu_lab()
+        lab.parts[3].reason = ("0 of 1 test cases pass; failing: Tile chooser respects the "
+                               f"shared-memory limit. Hint: {hint}")
+        for color in (False, True):
+            with mock.patch.dict(os.environ, {"COLUMNS": "80"}):
+                text = terminal_table(grade(lab, device=None), color=color)
+            plain = re.sub("\033\\[[0-9;]*m", "", text)
+            self.assertIn(hint, " ".join(plain.split()))
+            self.assertNotIn("…", plain)
+            fixed = {ln for ln in plain.splitlines()  # the header, the rows of fixed columns
+                     if ln.startswith(("Lab ", "---", "04 ", "Total"))}
+            for line in plain.splitlines():
+                if line not in fixed:
+                    self.assertLessEqual(len(line), 80, line)
 
     def test_fixed_columns(self):
         text = terminal_table(fixtures()["graded"], color=False)
