@@ -13,7 +13,8 @@
 # labNN_hidden_tests, which every test executable below links.
 # Executables: labNN_tests_student (public tests on the student's code),
 # labNN_tests_solution (public + hidden on the reference), labNN_hidden_student (hidden on
-# the student's code, for the grader), labNN_bench_student / labNN_bench_solution.
+# the student's code, for the grader), labNN_bench_student / labNN_bench_solution, and
+# labNN_bench_checker (the bench against labNN_runner, for the grader).
 # CTest: labNN.{solution,student}.{host,gpu} and, where the solution exists,
 # labNN.skeleton.{host,gpu}, which pass when the committed skeleton fails every test case
 # that needs the student's work. Labels: host|gpu, labNN, solution|student|skeleton.
@@ -221,5 +222,22 @@ function(cml_add_lab)
       endif()
       cml_count_launches(${lab}_bench_${v})
     endforeach()
+    # The grader's bench of a student (cml/remote.hpp): the same bench, its inputs, clock,
+    # verification and document in this process, with the proxies of the lab's interface in
+    # place of the student's object; labNN_runner carries out the calls.
+    if(TARGET ${lab}_remote_proxy)
+      set(checker ${lab}_bench_checker)
+      add_executable(${checker} ${bench_sources} ${bench_extras})
+      target_include_directories(${checker} PRIVATE "${lab_dir}")
+      target_link_libraries(${checker} PRIVATE cml_bench_main ${lab}_remote_proxy cml
+                            ${given_target} ${LAB_LIBRARIES} ${LAB_BENCH_LIBRARIES})
+      target_compile_definitions(${checker} PRIVATE CML_LAB="${folder}" CML_VARIANT="student"
+                                 CML_BENCH_EXTRAS=${extras})
+      if(bench_extras)
+        target_include_directories(${checker} PRIVATE "${solution_dir}/bench")
+      endif()
+      cml_share_allocations(${checker})
+      cml_count_launches(${checker})
+    endif()
   endif()
 endfunction()

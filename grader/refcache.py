@@ -36,7 +36,7 @@ from .rubric import RubricError, load_rubric
 from .tools import _output, find_tool
 
 KEY_FILES = ("CMakeLists.txt", "CMakePresets.json", "cmake", "common")
-KINDS = ("tests_solution", "bench_solution", "checker", "hidden_checker")
+KINDS = ("tests_solution", "bench_solution", "checker", "hidden_checker", "bench_checker")
 ENTRY_FILE = "entry.json"
 SKIP_NAMES = {"__pycache__", ".pytest_cache"}
 

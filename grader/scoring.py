@@ -447,7 +447,8 @@ def performance_part(perf: "Performance", runs: "BenchRuns",
     score = speed_points(s_speed or 0.0, r_speed or 0.0, perf.points, perf.full_credit_ratio,
                          perf.review_ratio)
     part.points, part.status = score.points, score.status
-    part.reason = score.reason if score.points < perf.points else ""
+    part.reason = " ".join(filter(None, [score.reason if score.points < perf.points else "",
+                                         runs.clock_note]))
     part.details = {"student_speedup": s_speed, "reference_speedup": r_speed,
                     "time_ratio": score.time_ratio, "summary": score.reason, "floor": floor,
                     **speed_of_light(perf.comparison, runs)}

@@ -10,6 +10,7 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "cml/buffer.hpp"
 #include "cml/check.hpp"
@@ -33,7 +34,7 @@ bool events_forced() {
 
 namespace {
 
-constexpr std::size_t kBufferBytes = std::size_t{8} << 20;
+constexpr std::size_t kBufferBytes = std::size_t{1} << 20;
 constexpr std::size_t kBufferAlign = 8;  // CUPTI's requirement for activity buffers
 
 // What the records delivered since the last begin() add up to. CUPTI delivers buffers from
@@ -74,8 +75,30 @@ void add(Collected& c, const CUpti_Activity* record) {
   c.add(r->start, r->end);
 }
 
+// Buffers CUPTI has handed back, kept for the next request: a buffer made anew for every
+// timed call would cost each call its first touch of fresh pages.
+struct Pool {
+  std::mutex mutex;
+  std::vector<uint8_t*> free;
+};
+
+Pool& pool() {
+  static Pool* p = new Pool;
+  return *p;
+}
+
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
+  Pool& p = pool();
+  {
+    const std::lock_guard<std::mutex> lock(p.mutex);
+    if (!p.free.empty()) {
+      *buffer = p.free.back();
+      p.free.pop_back();
+    } else {
+      *buffer = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlign, kBufferBytes));
+      if (*buffer != nullptr) std::memset(*buffer, 0, kBufferBytes);
+    }
+  }
   *size = *buffer != nullptr ? kBufferBytes : 0;
   *max_records = 0;
 }
@@ -114,7 +137,11 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
       c.dropped += dropped;
     }
   }
-  std::free(buffer);
+  if (buffer != nullptr) {
+    Pool& p = pool();
+    const std::lock_guard<std::mutex> lock(p.mutex);
+    p.free.push_back(buffer);
+  }
 }
 
 std::string cupti_error(const char* call, CUptiResult result) {
@@ -175,7 +202,8 @@ ActivityClock::ActivityClock() {
       return;
     }
   }
-  status_ = "CUPTI activity records (" + kinds + "): earliest start to latest end of the "
+  status_ = "CUPTI activity records (" + kinds +
+            "): earliest start to latest end of the "
             "device work each call caused, on every stream";
 }
 

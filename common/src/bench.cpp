@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
 #include <iostream>
+#include <iterator>
 #include <random>
 #include <sstream>
 
@@ -251,7 +251,8 @@ DeviceInfo bench_device() {
   std::string why;
   const auto device = query_device(0, &why);
   if (!device) {
-    std::cerr << "no CUDA GPU found (" << why << "): this step needs one; see README 'GPU "
+    std::cerr << "no CUDA GPU found (" << why
+              << "): this step needs one; see README 'GPU "
                  "feedback without a GPU'\n";
     std::exit(77);  // "skipped", as the test executables say it (CTest's SKIP_RETURN_CODE)
   }
@@ -289,9 +290,7 @@ void write_failure(JsonWriter& json, const std::optional<Failure>& f) {
   char got_bits[16], expected_bits[16];
   std::snprintf(got_bits, sizeof got_bits, "0x%08x", f->mismatch.got_bits);
   std::snprintf(expected_bits, sizeof expected_bits, "0x%08x", f->mismatch.expected_bits);
-  json.begin_object()
-      .field("phase", f->warmup ? "warmup" : "timed")
-      .field("pair", f->pair);
+  json.begin_object().field("phase", f->warmup ? "warmup" : "timed").field("pair", f->pair);
   json.key("sample");
   f->sample >= 0 ? json.value(f->sample) : json.null();
   json.field("index", static_cast<std::uint64_t>(f->mismatch.first_index))
@@ -384,6 +383,24 @@ void write_activity(JsonWriter& json, const ActivityStats& a) {
       .end_object();
 }
 
+// How the runner's calls were timed (RemoteStats); null for a side this process ran.
+void write_remote(JsonWriter& json, const RemoteStats& r) {
+  if (!r.remote) {
+    json.null();
+    return;
+  }
+  json.begin_object().field("empty_ms", r.empty_ms);
+  json.key("observed_ms");
+  write_json(json, r.observed_ms);
+  json.key("runner_ms");
+  write_json(json, r.runner_ms);
+  json.field("runner_complete", r.runner_complete)
+      .field("gap_ms", r.gap_ms)
+      .field("agreed", r.agreed)
+      .field("rule", r.rule)
+      .end_object();
+}
+
 void write_work_object(JsonWriter& json, const Work& work) {
   json.key("work").begin_object().field("flop", work.flop).field("bytes", work.bytes).end_object();
 }
@@ -407,6 +424,8 @@ void write_side_fields(JsonWriter& json, const std::string& name, const SideResu
   write_launches(json, side.launches);
   json.key("activity");
   write_activity(json, side.activity);
+  json.key("remote");
+  write_remote(json, side.remote);
 }
 
 }  // namespace
@@ -445,8 +464,8 @@ std::string verdicts(const DeterminismResult& d, const Review& r) {
 std::string summary(const PairTiming& t) {
   std::ostringstream out;
   out << t.baseline.name << " " << t.baseline.ms.median << " ms, " << t.candidate.name << " "
-      << t.candidate.ms.median << " ms (" << t.candidate.clock << "), speedup "
-      << t.speedup.median << "x over " << t.speedup.samples.size() << " pairs";
+      << t.candidate.ms.median << " ms (" << t.candidate.clock << "), speedup " << t.speedup.median
+      << "x over " << t.speedup.samples.size() << " pairs";
   if (t.refused_pairs > 0) out << " (" << t.refused_pairs << " refused)";
   out << "; " << side_summary(t.baseline) << "; " << side_summary(t.candidate)
       << verdicts(t.determinism, t.review);
@@ -455,8 +474,8 @@ std::string summary(const PairTiming& t) {
 
 std::string summary(const CaseTiming& t) {
   std::ostringstream out;
-  out << t.result.ms.median << " ms (" << t.result.clock << ") over "
-      << t.result.ms.samples.size() << " samples";
+  out << t.result.ms.median << " ms (" << t.result.clock << ") over " << t.result.ms.samples.size()
+      << " samples";
   if (t.refused_samples > 0) out << " (" << t.refused_samples << " refused)";
   out << "; " << side_summary(t.result) << verdicts(t.determinism, t.review);
   return out.str();
@@ -554,8 +573,8 @@ Plot& Plot::ceiling(const std::string& case_name, const std::string& label,
   return *this;
 }
 
-Plot& BenchReport::plot(const std::string& id, const std::string& title,
-                        const std::string& x_label, const std::string& y_label) {
+Plot& BenchReport::plot(const std::string& id, const std::string& title, const std::string& x_label,
+                        const std::string& y_label) {
   for (auto& p : plots_) {
     if (p.id == id) return p;
   }
@@ -643,17 +662,21 @@ std::string BenchReport::finish() {
                            : "CUDA events on the legacy default stream; host steady_clock "
                              "around [events; launch; cudaDeviceSynchronize()] cross-checks "
                              "them")
-      .field("order", "per pair: inputs from the pair's key, trusted outputs poisoned, the "
-                      "candidate (timed), its determinism re-run on regenerated inputs, then "
-                      "inputs regenerated, the baseline (timed) and the reference, then "
-                      "verification")
-      .field("inputs", "regenerated on the GPU before every pair from a hash of (seed, "
-                       "input_nonce, measurement, pair); never reused")
+      .field("order",
+             "per pair: inputs from the pair's key, trusted outputs poisoned, the "
+             "candidate (timed), its determinism re-run on regenerated inputs, then "
+             "inputs regenerated, the baseline (timed) and the reference, then "
+             "verification")
+      .field("inputs",
+             "regenerated on the GPU before every pair from a hash of (seed, "
+             "input_nonce, measurement, pair); never reused")
       .field("poison", "every output set to 0xFF bytes before every run")
-      .field("verification", "the whole output of every run (warm-up included) compared on "
-                             "the GPU with a result the harness computes for the same inputs")
-      .field("launch_counting", "kernels launched by each call, counted through "
-                                "-Wl,--wrap of the runtime's launch entry points");
+      .field("verification",
+             "the whole output of every run (warm-up included) compared on "
+             "the GPU with a result the harness computes for the same inputs")
+      .field("launch_counting",
+             "kernels launched by each call, counted through "
+             "-Wl,--wrap of the runtime's launch entry points");
   j.key("clock")
       .begin_object()
       .field("name", clock.name())
@@ -688,7 +711,8 @@ std::string BenchReport::finish() {
   j.end_object();
   // Pre-rendered pieces are spliced in as raw JSON text.
   std::string out = j.str();
-  auto splice_object = [&](const char* key, const std::vector<std::pair<std::string, std::string>>& kv) {
+  auto splice_object = [&](const char* key,
+                           const std::vector<std::pair<std::string, std::string>>& kv) {
     out += std::string(",\"") + key + "\":{";
     for (std::size_t i = 0; i < kv.size(); ++i) {
       JsonWriter k;

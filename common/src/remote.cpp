@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -263,7 +264,18 @@ Connection& connection() {
 
 std::mutex g_call_mutex;  // one call in flight: the answer is the one to the call sent
 
+thread_local CallLog* t_log = nullptr;
+
 }  // namespace
+
+CallLog::CallLog(bool empty) : empty_(empty), outer_(t_log) { t_log = this; }
+CallLog::~CallLog() { t_log = outer_; }
+CallLog* CallLog::current() { return t_log; }
+
+CallClock& call_clock() {
+  static CallClock clock;
+  return clock;
+}
 
 Reader exchange(const char* name, Writer& arguments) {
   std::lock_guard<std::mutex> lock(g_call_mutex);
@@ -271,9 +283,12 @@ Reader exchange(const char* name, Writer& arguments) {
   if (c.lost)
     c.gone(std::string("the process running the lab's code is gone; ") + name +
            " and the cases after it run again in a process of their own");
+  CallLog* log = CallLog::current();
   Writer request;
   request.text(name);
-  request.pod<std::uint8_t>(detail::dry_launches() ? 1 : 0);
+  std::uint8_t flags = detail::dry_launches() ? kDryFlag : 0;
+  if (log != nullptr) flags |= log->empty() ? kTimedFlag | kEmptyFlag : kTimedFlag;
+  request.pod(flags);
   request.bytes(arguments.buffer().data(), arguments.buffer().size());
   request.fds() = std::move(arguments.fds());  // send_frame() closes them
   arguments.fds().clear();
@@ -282,8 +297,18 @@ Reader exchange(const char* name, Writer& arguments) {
   const int fd = c.socket();
   std::vector<char> answer;
   std::vector<int> no_fds;
-  const bool sent = send_frame(fd, request);
-  if (!sent || receive_frame(fd, answer, no_fds) != FrameStatus::kOk) {
+  auto sent_at = std::chrono::steady_clock::now();
+  bool answered = send_frame(fd, request) && receive_frame(fd, answer, no_fds) == FrameStatus::kOk;
+  if (answered && log != nullptr && answer.size() == 1 &&
+      static_cast<std::uint8_t>(answer[0]) == kReadyMark) {
+    // A timed call's buffers are mapped: the observation runs from the go to the answer.
+    Writer go;
+    go.pod(kGoMark);
+    sent_at = std::chrono::steady_clock::now();
+    answered = send_frame(fd, go) && receive_frame(fd, answer, no_fds) == FrameStatus::kOk;
+  }
+  const auto answered_at = std::chrono::steady_clock::now();
+  if (!answered) {
     c.lost = true;
     throw std::runtime_error(std::string("the process running your code ended during ") + name +
                              " (it crashed, called exit or was stopped): this case fails; "
@@ -300,6 +325,18 @@ Reader exchange(const char* name, Writer& arguments) {
   }
   detail::log_launches(launched, kernels);
   if (r.pod<std::uint8_t>() != 0) c.lost = true;  // the runner's GPU context is dead: it ends
+  const auto timing = r.pod<WireTiming>();
+  if (log != nullptr) {
+    CallTiming call;
+    call.observed_ms = std::chrono::duration<double, std::milli>(answered_at - sent_at).count();
+    call.runner_timed = timing.timed != 0 && timing.clock != 0;
+    call.runner_ms = timing.span_ms;
+    call.records = timing.records;
+    call.untimed = timing.untimed;
+    call.dropped = timing.dropped;
+    call.runner_host_ms = timing.host_ms;
+    log->add(call);
+  }
   if (status == AnswerStatus::kThrew) rethrow(r);
   if (status != AnswerStatus::kReturned) throw ProtocolError("bad answer status");
   return r;

@@ -217,7 +217,9 @@ void* Mappings::open(std::uint64_t origin, int fd, std::uint64_t bytes, std::uin
     if (m.origin == origin) {
       ::close(fd);
       if (offset >= m.size) throw ProtocolError("a device pointer lies past its buffer");
-      return static_cast<char*>(m.copy) + offset;
+      return (m.copy != nullptr ? static_cast<char*>(m.copy)
+                                : reinterpret_cast<char*>(static_cast<std::uintptr_t>(m.address))) +
+             offset;
     }
   }
   if (offset >= size || size > bytes) {
@@ -247,6 +249,7 @@ void* Mappings::open(std::uint64_t origin, int fd, std::uint64_t bytes, std::uin
   }
   open_.push_back({origin, handle, address, bytes, nullptr, size});
   Mapped& m = open_.back();
+  if (direct_) return reinterpret_cast<char*>(static_cast<std::uintptr_t>(address)) + offset;
   CUDA_CHECK(cudaMalloc(&m.copy, size));
   CUDA_CHECK(cudaMemcpy(m.copy, reinterpret_cast<void*>(address), size, cudaMemcpyDeviceToDevice));
   return static_cast<char*>(m.copy) + offset;
@@ -254,6 +257,7 @@ void* Mappings::open(std::uint64_t origin, int fd, std::uint64_t bytes, std::uin
 
 void Mappings::keep() {
   for (const Mapped& m : open_) {
+    if (m.copy == nullptr) continue;  // direct: the call wrote the mapping itself
     CUDA_CHECK(
         cudaMemcpy(reinterpret_cast<void*>(m.address), m.copy, m.size, cudaMemcpyDeviceToDevice));
   }

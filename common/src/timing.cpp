@@ -13,6 +13,7 @@
 #include "cml/check.hpp"
 #include "cml/launch_count.hpp"
 #include "cml/random.hpp"
+#include "cml/remote.hpp"
 
 namespace cml {
 
@@ -31,8 +32,8 @@ std::string HostCheck::describe() const {
 
 std::string EventCheck::describe() const {
   std::ostringstream out;
-  out << "a run's work escaped the events when its activity span > " << factor
-      << " x event_ms + " << slack_ms << " ms (a note, never a refusal)";
+  out << "a run's work escaped the events when its activity span > " << factor << " x event_ms + "
+      << slack_ms << " ms (a note, never a refusal)";
   return out.str();
 }
 
@@ -127,12 +128,44 @@ std::string run_label(bool warmup, int pair, bool is_pair) {
 
 }  // namespace
 
+std::string RemoteCheck::describe() const {
+  std::ostringstream out;
+  out << "the runner's activity span is believed when the median of the checker's "
+         "observations, less the median empty exchange, exceeds the spans' median by at most "
+      << slack_ms << " ms + " << factor << " x that median; else the observations, less the "
+      << "cheapest empty exchange (and never less than the span), are the times";
+  return out.str();
+}
+
+void StoppingRule::start() { started_ = Clock::now(); }
+
+double StoppingRule::seconds() const { return seconds_since(started_); }
+
+bool StoppingRule::converged(int kept,
+                             const std::vector<const std::vector<double>*>& series) const {
+  if (kept < options_.min_samples) return false;
+  for (const std::vector<double>* s : series) {
+    if (summarize(*s).rse >= options_.target_rse) return false;
+  }
+  return true;
+}
+
+bool StoppingRule::capped(int kept, int runs) const {
+  const int max_runs = 2 * options_.max_samples + options_.host_check.flag_min_refused;
+  return kept >= options_.max_samples || runs >= max_runs || seconds() > options_.max_seconds;
+}
+
 struct Harness::Run {
   double ms = 0;  // the clock's time: the activity span, or the event time
   double event_ms = 0;
   double host_ms = 0;
   std::uint64_t launches = 0;
   ActivitySpan span;
+  // Calls the runner carried out (a bench run as checker and runner, cml/remote.hpp).
+  bool remote = false;
+  double observed_ms = 0;  // the checker's observation of the exchanges
+  double runner_ms = 0;    // the runner's activity spans of the calls
+  bool runner_complete = false;
 };
 
 Harness::Run Harness::run_timed(const TimedCase& c, const Sample& s, const char* nvtx) {
@@ -141,6 +174,7 @@ Harness::Run Harness::run_timed(const TimedCase& c, const Sample& s, const char*
   // Synchronizes, then discards every record so far (the poison and the flush included).
   clock_.begin();
   Run run;
+  remote::CallLog calls;
   const std::uint64_t before = launch_count();
   const auto t0 = Clock::now();
   timer_.start(0);
@@ -157,7 +191,18 @@ Harness::Run Harness::run_timed(const TimedCase& c, const Sample& s, const char*
   run.span = clock_.end();  // every record of the call's work, on any stream
   run.event_ms = timer_.elapsed_millis();
   CUDA_CHECK(cudaGetLastError());
-  if (!clock_.available()) {
+  if (!calls.calls().empty()) {
+    // The runner's span for now; Session::decide_runner_clock() checks it against the
+    // checker's observations once the measurement is over.
+    run.remote = true;
+    run.runner_complete = true;
+    for (const remote::CallTiming& call : calls.calls()) {
+      run.observed_ms += call.observed_ms;
+      run.runner_ms += call.runner_ms;
+      run.runner_complete = run.runner_complete && call.runner_complete();
+    }
+    run.ms = run.runner_complete ? run.runner_ms : run.observed_ms;
+  } else if (!clock_.available()) {
     run.ms = run.event_ms;
   } else if (run.span.dropped > 0 || run.span.untimed > 0) {
     // Records lost or without timestamps: the span may miss work. The host time covers it.
@@ -178,9 +223,20 @@ void Harness::run_untimed(const TimedCase& c, const Sample& s, const char* nvtx)
   CUDA_CHECK(cudaGetLastError());
 }
 
+double Harness::run_empty(const TimedCase& c, const Sample& s) {
+  remote::CallLog calls(/*empty=*/true);
+  c.launch(s);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaGetLastError());
+  if (calls.calls().empty()) return -1;
+  double total = 0;
+  for (const remote::CallTiming& call : calls.calls()) total += call.observed_ms;
+  return total;
+}
+
 std::uint64_t Harness::pair_key(const std::string& salt, bool warmup, int pair) const {
-  const std::uint64_t stream = (warmup ? (std::uint64_t{1} << 32) : 0) +
-                               static_cast<std::uint64_t>(pair);
+  const std::uint64_t stream =
+      (warmup ? (std::uint64_t{1} << 32) : 0) + static_cast<std::uint64_t>(pair);
   const std::uint64_t run = derive_seed(options_.seed, options_.nonce);
   return derive_seed(derive_seed(run, fnv1a(salt)), stream);
 }
@@ -197,254 +253,394 @@ struct Harness::Outcome {
   Review review;
 };
 
-Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
-  // --- what runs, and what it is compared with -------------------------------------------
-  // Side k of the result: pair: 0 baseline, 1 candidate; single: 0 the case.
-  std::vector<const TimedCase*> cases;
-  std::vector<const char*> nvtx;
-  std::vector<std::string> roles;
+namespace {
+
+// What one side's timed runs gave, as they are kept.
+struct SideSamples {
+  std::vector<double> times, event, host;  // kept runs
+  std::vector<double> margin;              // every timed run, refused ones too
+  std::vector<std::uint64_t> launches, records;
+  ActivityStats activity;
+  // Kept runs the runner carried out: the checker's observation, the runner's span and
+  // whether that span lost nothing.
+  std::vector<double> observed, runner;
+  std::vector<bool> runner_complete;
+};
+
+}  // namespace
+
+// One measurement (time_pair or time_single), as the steps of the file comment. Side k of the
+// result: pair: 0 baseline, 1 candidate; single: 0 the case.
+class Harness::Session {
+ public:
+  Session(Harness& harness, const Measurement& m, bool pair);
+  Outcome run();
+
+ private:
+  void choose_trusted();
+  void start_results();
+  bool one(bool warmup, int number);
+  bool record(const std::vector<Run>& runs, bool warmup, int number, bool* refused);
+  bool verify(std::size_t k, const DeviceArray& got, bool warmup, int number, int sample);
+  bool check_determinism(const GpuMismatch& rerun, bool warmup, int number, int sample);
+  Failure make_failure(const GpuMismatch& mm, bool warmup, int number, int sample) const;
+  std::string failure_message(const Failure& f, const std::string& what, const std::string& against,
+                              const std::string& rule) const;
+  void summarize_sides();
+  void summarize_determinism();
+  void decide_runner_clock();
+  void review_activity();
+  void review_host_time();
+
+  Harness& h_;
+  const Measurement& m_;
+  const bool pair_;
+  std::vector<const TimedCase*> cases_;
+  std::vector<const char*> nvtx_;
+  std::vector<std::string> roles_;
+  std::size_t cand_ = 0;  // the candidate's (or the case's) side
+  Trusted trusted_;
+  bool rerun_ = false;
+  // The candidate's timed output, copied aside before its determinism re-run overwrites it.
+  DeviceBuffer<std::uint32_t> first_output_;
+  DeviceArray first_view_;
+  // Everything that holds a result the harness trusts: poisoned before the candidate's call.
+  std::vector<DeviceArray> trusted_buffers_;
+  std::string salt_;
+  bool cupti_ = false;
+  bool remote_ = false;           // the candidate's calls run in the runner
+  std::vector<double> empty_ms_;  // the empty exchanges of the candidate's launch
+  Outcome out_;
+  std::vector<SideSamples> samples_;
+  std::vector<double> ratio_;
+  int kept_ = 0;
+};
+
+Harness::Session::Session(Harness& harness, const Measurement& m, bool pair)
+    : h_(harness), m_(m), pair_(pair), cupti_(harness.clock_.available()) {
   if (pair) {
-    cases = {&m.baseline, &m.candidate};
-    nvtx = {kNvtxBaseline, kNvtxCandidate};
-    roles = {"baseline", "candidate"};
+    cases_ = {&m.baseline, &m.candidate};
+    nvtx_ = {kNvtxBaseline, kNvtxCandidate};
+    roles_ = {"baseline", "candidate"};
   } else {
-    cases = {&m.candidate};
-    nvtx = {kNvtxCase};
-    roles = {"case"};
+    cases_ = {&m.candidate};
+    nvtx_ = {kNvtxCase};
+    roles_ = {"case"};
   }
-  const std::size_t cand = cases.size() - 1;  // the candidate's (or the case's) side
-  for (std::size_t k = 0; k < cases.size(); ++k) {
-    if (!cases[k]->launch || !cases[k]->output) {
-      throw std::invalid_argument("Harness: the " + roles[k] + " '" + cases[k]->name +
+  cand_ = cases_.size() - 1;
+  for (std::size_t k = 0; k < cases_.size(); ++k) {
+    if (!cases_[k]->launch || !cases_[k]->output) {
+      throw std::invalid_argument("Harness: the " + roles_[k] + " '" + cases_[k]->name +
                                   "' needs a launch and an output array");
     }
   }
   if (pair && m.baseline.output.data == m.candidate.output.data) {
     throw std::invalid_argument("Harness::time_pair: baseline and candidate share an output");
   }
-  Trusted trusted;
+  choose_trusted();
+  rerun_ = !m.check.exact && m.check.determinism != Determinism::Off;
+  first_output_ = DeviceBuffer<std::uint32_t>(rerun_ ? m.candidate.output.count : 0);
+  first_view_ = {first_output_.data(), first_output_.size(), m.candidate.output.elem};
+  if (pair) trusted_buffers_.push_back(m.baseline.output);
+  if (m.reference.launch && m.reference.output) trusted_buffers_.push_back(m.reference.output);
+  if (rerun_) trusted_buffers_.push_back(first_view_);
+  salt_ = pair ? m.baseline.name + "|" + m.candidate.name : "case|" + m.candidate.name;
+  start_results();
+}
+
+// What the candidate's output is compared with (Measurement's order of precedence).
+void Harness::Session::choose_trusted() {
+  const Measurement& m = m_;
   if (m.expected) {
     // The expected array is read after the candidate ran: it must be regenerated before.
     if (m.inputs == nullptr || !m.inputs->holds(m.expected.data, m.expected.count)) {
       throw std::invalid_argument("Harness: the expected array of '" + m.candidate.name +
                                   "' must be one of the inputs regenerated for every pair");
     }
-    trusted = {m.expected, m.map,
-               m.expected_name.empty() ? "the input" + m.map.describe() : m.expected_name, false};
+    trusted_ = {m.expected, m.map,
+                m.expected_name.empty() ? "the input" + m.map.describe() : m.expected_name, false};
   } else if (m.reference.launch) {
     if (!m.reference.output || m.reference.output.data == m.candidate.output.data ||
-        (pair && m.reference.output.data == m.baseline.output.data)) {
+        (pair_ && m.reference.output.data == m.baseline.output.data)) {
       throw std::invalid_argument("Harness: the reference needs an output of its own");
     }
-    trusted = {m.reference.output, IndexMap::identity(),
-               m.expected_name.empty() ? "the output of the trusted " + m.reference.name
-                                       : m.expected_name,
-               false};
-  } else if (pair) {
-    trusted = {m.baseline.output, IndexMap::identity(),
-               m.expected_name.empty() ? "the baseline's output (" + m.baseline.name + ")"
-                                       : m.expected_name,
-               true};
+    trusted_ = {m.reference.output, IndexMap::identity(),
+                m.expected_name.empty() ? "the output of the trusted " + m.reference.name
+                                        : m.expected_name,
+                false};
+  } else if (pair_) {
+    trusted_ = {m.baseline.output, IndexMap::identity(),
+                m.expected_name.empty() ? "the baseline's output (" + m.baseline.name + ")"
+                                        : m.expected_name,
+                true};
   } else {
     throw std::invalid_argument("Harness::time_single: '" + m.candidate.name +
                                 "' needs a reference launch or an expected array");
   }
-  const Check& check = m.check;
-  const bool rerun = !check.exact && check.determinism != Determinism::Off;
-  // The candidate's timed output, copied aside before its determinism re-run overwrites it.
-  DeviceBuffer<std::uint32_t> first_output(rerun ? m.candidate.output.count : 0);
-  const DeviceArray first_view{first_output.data(), first_output.size(), m.candidate.output.elem};
-  // Everything that holds a result the harness trusts: poisoned before the candidate's call.
-  std::vector<DeviceArray> trusted_buffers;
-  if (pair) trusted_buffers.push_back(m.baseline.output);
-  if (m.reference.launch && m.reference.output) trusted_buffers.push_back(m.reference.output);
-  if (rerun) trusted_buffers.push_back(first_view);
-  const std::string salt =
-      pair ? m.baseline.name + "|" + m.candidate.name : "case|" + m.candidate.name;
-  const bool cupti = clock_.available();
-  const HostCheck& hc = options_.host_check;
-  const EventCheck& ec = options_.event_check;
+}
 
-  Outcome out;
-  out.sides.resize(cases.size());
-  std::vector<std::vector<double>> times(cases.size()), event(cases.size()), host(cases.size());
-  std::vector<std::vector<double>> margin(cases.size());  // every timed run, refused ones too
-  std::vector<std::vector<std::uint64_t>> launches(cases.size()), records(cases.size());
-  std::vector<ActivityStats> activity(cases.size());
-  std::vector<double> ratio;
-  for (std::size_t k = 0; k < cases.size(); ++k) {
-    Verification& v = out.sides[k].verification;
+void Harness::Session::start_results() {
+  const Check& check = m_.check;
+  out_.sides.resize(cases_.size());
+  samples_.resize(cases_.size());
+  for (std::size_t k = 0; k < cases_.size(); ++k) {
+    Verification& v = out_.sides[k].verification;
     v.checked = true;
     v.rule = check.describe();
-    v.against = pair && k == 0 && trusted.is_baseline
+    v.against = pair_ && k == 0 && trusted_.is_baseline
                     ? "itself: the trusted result (every element written, no NaN)"
-                    : trusted.name;
-    out.sides[k].name = cases[k]->name;
-    out.sides[k].clock = clock_.name();
+                    : trusted_.name;
+    out_.sides[k].name = cases_[k]->name;
+    out_.sides[k].clock = h_.clock_.name();
   }
-  DeterminismResult& det = out.determinism;
-  det.checked = check.exact || rerun;
+  DeterminismResult& det = out_.determinism;
+  det.checked = check.exact || rerun_;
   det.required = check.exact || check.determinism == Determinism::Require;
   det.method = check.exact ? "exact match with the trusted result on every run"
-               : rerun     ? "the candidate run twice on the same inputs, bits compared"
+               : rerun_    ? "the candidate run twice on the same inputs, bits compared"
                            : "not checked (tolerance comparison)";
-  const auto make_failure = [&](const GpuMismatch& mm, bool warmup, int number, int sample) {
-    Failure f;
-    f.warmup = warmup;
-    f.pair = number;
-    f.sample = sample;
-    f.mismatch = mm;
-    f.where = check.where(mm.first_index);
-    f.got = describe_word(m.candidate.output.elem, mm.got_bits);
-    f.expected = describe_word(m.candidate.output.elem, mm.expected_bits);
-    return f;
-  };
-  const auto failure_message = [&](const Failure& f, const std::string& what,
-                                   const std::string& against, const std::string& rule) {
-    std::ostringstream msg;
-    msg << run_label(f.warmup, f.pair, pair);
-    if (f.sample >= 0) msg << " (sample " << f.sample << ")";
-    msg << ": " << f.mismatch.mismatches << " of " << f.mismatch.elements << " elements of "
-        << check.output_name << " " << what << " " << against;
-    if (f.mismatch.unwritten > 0) msg << " (" << f.mismatch.unwritten << " never written)";
-    msg << "; the first, " << f.where << " (index " << f.mismatch.first_index << "): got "
-        << f.got << ", expected " << f.expected << " [" << rule << "]";
-    return msg.str();
-  };
-  // Compares side k's timed output (`got`) with the trusted result.
-  const auto verify = [&](std::size_t k, const DeviceArray& got, bool warmup, int number,
-                          int sample) {
-    Verification& v = out.sides[k].verification;
-    const bool self = pair && k == 0 && trusted.is_baseline;
-    const GpuMismatch mm = self ? comparer_.compare(got, got, IndexMap::identity(), check, true)
-                                : comparer_.compare(got, trusted.array, trusted.map, check);
-    (warmup ? v.warmup_total : v.samples_total) += 1;
-    if (mm.ok()) {
-      (warmup ? v.warmup_verified : v.samples_verified) += 1;
-      return true;
-    }
-    if (!v.first_failure) {
-      v.first_failure = make_failure(mm, warmup, number, sample);
-      v.message = failure_message(*v.first_failure, self ? "are NaN or unwritten in" : "differ from",
-                                  self ? "the trusted result" : trusted.name,
-                                  self ? "NaN never passes" : v.rule);
-    }
-    return false;
-  };
+}
 
-  // One pair (or sample), in the file comment's order: the candidate first, while nothing
-  // trusted exists; its determinism re-run; then, on inputs regenerated from the same key,
-  // the trusted side; then every output verified. Returns false when the measurement must
-  // stop.
-  int kept = 0;
-  const auto one = [&](bool warmup, int number) {
-    const Sample s{warmup, number, pair_key(salt, warmup, number)};
-    const auto fresh_inputs = [&] {
-      if (m.inputs != nullptr) m.inputs->fill(s.key);
-    };
-    std::vector<Run> runs(cases.size());
+Failure Harness::Session::make_failure(const GpuMismatch& mm, bool warmup, int number,
+                                       int sample) const {
+  Failure f;
+  f.warmup = warmup;
+  f.pair = number;
+  f.sample = sample;
+  f.mismatch = mm;
+  f.where = m_.check.where(mm.first_index);
+  f.got = describe_word(m_.candidate.output.elem, mm.got_bits);
+  f.expected = describe_word(m_.candidate.output.elem, mm.expected_bits);
+  return f;
+}
+
+std::string Harness::Session::failure_message(const Failure& f, const std::string& what,
+                                              const std::string& against,
+                                              const std::string& rule) const {
+  std::ostringstream msg;
+  msg << run_label(f.warmup, f.pair, pair_);
+  if (f.sample >= 0) msg << " (sample " << f.sample << ")";
+  msg << ": " << f.mismatch.mismatches << " of " << f.mismatch.elements << " elements of "
+      << m_.check.output_name << " " << what << " " << against;
+  if (f.mismatch.unwritten > 0) msg << " (" << f.mismatch.unwritten << " never written)";
+  msg << "; the first, " << f.where << " (index " << f.mismatch.first_index << "): got " << f.got
+      << ", expected " << f.expected << " [" << rule << "]";
+  return msg.str();
+}
+
+// Compares side k's timed output (`got`) with the trusted result.
+bool Harness::Session::verify(std::size_t k, const DeviceArray& got, bool warmup, int number,
+                              int sample) {
+  Verification& v = out_.sides[k].verification;
+  const bool self = pair_ && k == 0 && trusted_.is_baseline;
+  const GpuMismatch mm = self ? h_.comparer_.compare(got, got, IndexMap::identity(), m_.check, true)
+                              : h_.comparer_.compare(got, trusted_.array, trusted_.map, m_.check);
+  (warmup ? v.warmup_total : v.samples_total) += 1;
+  if (mm.ok()) {
+    (warmup ? v.warmup_verified : v.samples_verified) += 1;
+    return true;
+  }
+  if (!v.first_failure) {
+    v.first_failure = make_failure(mm, warmup, number, sample);
+    v.message = failure_message(*v.first_failure, self ? "are NaN or unwritten in" : "differ from",
+                                self ? "the trusted result" : trusted_.name,
+                                self ? "NaN never passes" : v.rule);
+  }
+  return false;
+}
+
+// The candidate's re-run on the same inputs against its timed output; false when a required
+// determinism failed.
+bool Harness::Session::check_determinism(const GpuMismatch& rerun, bool warmup, int number,
+                                         int sample) {
+  DeterminismResult& det = out_.determinism;
+  ++det.runs;
+  if (rerun.ok() || det.first_failure) return true;
+  det.identical = false;
+  det.first_failure = make_failure(rerun, warmup, number, sample);
+  det.message = failure_message(*det.first_failure, "changed when the candidate ran again on",
+                                "the same inputs", "bit for bit");
+  return !det.required;
+}
+
+// One pair (or sample), in the file comment's order: the candidate first, while nothing
+// trusted exists; its determinism re-run; then, on inputs regenerated from the same key, the
+// trusted side; then every output verified. False when the measurement must stop.
+bool Harness::Session::one(bool warmup, int number) {
+  const Sample s{warmup, number, h_.pair_key(salt_, warmup, number)};
+  const auto fresh_inputs = [&] {
+    if (m_.inputs != nullptr) m_.inputs->fill(s.key);
+  };
+  std::vector<Run> runs(cases_.size());
+  // The runner's exchange without the call, for RemoteCheck: before this pair's inputs exist.
+  if (remote_) empty_ms_.push_back(h_.run_empty(m_.candidate, s));
+  fresh_inputs();
+  for (const DeviceArray& buffer : trusted_buffers_) poison(buffer);
+  runs[cand_] = h_.run_timed(m_.candidate, s, nvtx_[cand_]);
+  remote_ = remote_ || runs[cand_].remote;
+  DeviceArray candidate_output = m_.candidate.output;
+  GpuMismatch rerun_mismatch;
+  if (rerun_) {
+    const DeviceArray& got = m_.candidate.output;
+    CUDA_CHECK(cudaMemcpy(first_output_.data(), got.data, got.bytes(), cudaMemcpyDeviceToDevice));
+    candidate_output = first_view_;
     fresh_inputs();
-    for (const DeviceArray& buffer : trusted_buffers) poison(buffer);
-    runs[cand] = run_timed(m.candidate, s, nvtx[cand]);
-    DeviceArray candidate_output = m.candidate.output;
-    GpuMismatch rerun_mismatch;
-    if (rerun) {
-      const DeviceArray& got = m.candidate.output;
-      CUDA_CHECK(cudaMemcpy(first_output.data(), got.data, got.bytes(), cudaMemcpyDeviceToDevice));
-      candidate_output = first_view;
-      fresh_inputs();
-      run_untimed(m.candidate, s, kNvtxDeterminism);
-      rerun_mismatch = comparer_.compare(got, first_view, IndexMap::identity(), check, true);
-    }
-    fresh_inputs();  // undoes whatever the candidate did to the inputs
-    if (pair) runs[0] = run_timed(m.baseline, s, nvtx[0]);
-    if (m.reference.launch) run_untimed(m.reference, s, kNvtxReference);
+    h_.run_untimed(m_.candidate, s, kNvtxDeterminism);
+    rerun_mismatch = h_.comparer_.compare(got, first_view_, IndexMap::identity(), m_.check, true);
+  }
+  fresh_inputs();  // undoes whatever the candidate did to the inputs
+  if (pair_) runs[0] = h_.run_timed(m_.baseline, s, nvtx_[0]);
+  if (m_.reference.launch) h_.run_untimed(m_.reference, s, kNvtxReference);
 
-    bool refused = false;
-    for (std::size_t k = 0; k < cases.size(); ++k) {
-      const Run& r = runs[k];
-      launches[k].push_back(r.launches);
-      if (warmup) continue;
-      margin[k].push_back(r.host_ms - r.event_ms);
-      if (cupti) {
-        ActivityStats& a = activity[k];
-        records[k].push_back(r.span.records);
-        ++a.runs;
-        if (r.span.records == 0) ++a.empty_calls;
-        if (r.span.dropped > 0 || r.span.untimed > 0) ++a.dropped_calls;
-        if (ec.escaped(r.event_ms, r.span.ms)) ++a.escaped_runs;
-      } else if (hc.refuses(r.event_ms, r.host_ms)) {
-        refused = true;
-        out.review.refused.push_back({warmup, number, roles[k], r.event_ms, r.host_ms});
-      }
-    }
-    const int sample = warmup || refused ? -1 : kept;
-    bool ok = true;
-    for (std::size_t k = 0; k < cases.size(); ++k) {
-      ok = verify(k, k == cand ? candidate_output : cases[k]->output, warmup, number, sample) && ok;
-    }
-    if (ok && rerun) {
-      ++det.runs;
-      if (!rerun_mismatch.ok() && !det.first_failure) {
-        det.identical = false;
-        det.first_failure = make_failure(rerun_mismatch, warmup, number, sample);
-        det.message = failure_message(*det.first_failure, "changed when the candidate ran again on",
-                                      "the same inputs", "bit for bit");
-        if (det.required) ok = false;
-      }
-    }
-    if (warmup) return ok;
-    if (refused) {
-      ++out.refused;
-    } else {
-      for (std::size_t k = 0; k < cases.size(); ++k) {
-        times[k].push_back(runs[k].ms);
-        event[k].push_back(runs[k].event_ms);
-        host[k].push_back(runs[k].host_ms);
-      }
-      if (pair) ratio.push_back(runs[1].ms > 0 ? runs[0].ms / runs[1].ms : 0.0);
-      ++kept;
-    }
-    // Most pairs refused: work escapes the events; stop now (flagged below).
-    if (out.refused >= hc.flag_min_refused && out.refused >= kept) return false;
-    return ok;
-  };
+  bool refused = false;
+  const bool go = record(runs, warmup, number, &refused);
+  const int sample = warmup || refused ? -1 : kept_ - 1;
+  bool ok = true;
+  for (std::size_t k = 0; k < cases_.size(); ++k) {
+    ok = verify(k, k == cand_ ? candidate_output : cases_[k]->output, warmup, number, sample) && ok;
+  }
+  if (ok && rerun_) ok = check_determinism(rerun_mismatch, warmup, number, sample);
+  return go && ok;
+}
 
+// Keeps the pair's times (or refuses them, the events clock's rule (a)); false when most
+// pairs were refused (rule (b): the measurement stops, flagged by review_host_time()).
+bool Harness::Session::record(const std::vector<Run>& runs, bool warmup, int number,
+                              bool* refused) {
+  const HostCheck& hc = h_.options_.host_check;
+  const EventCheck& ec = h_.options_.event_check;
+  for (std::size_t k = 0; k < cases_.size(); ++k) {
+    const Run& r = runs[k];
+    SideSamples& side = samples_[k];
+    side.launches.push_back(r.launches);
+    if (warmup || r.remote) continue;  // the runner's runs: decide_runner_clock()
+    side.margin.push_back(r.host_ms - r.event_ms);
+    if (cupti_) {
+      ActivityStats& a = side.activity;
+      side.records.push_back(r.span.records);
+      ++a.runs;
+      if (r.span.records == 0) ++a.empty_calls;
+      if (r.span.dropped > 0 || r.span.untimed > 0) ++a.dropped_calls;
+      if (ec.escaped(r.event_ms, r.span.ms)) ++a.escaped_runs;
+    } else if (hc.refuses(r.event_ms, r.host_ms)) {
+      *refused = true;
+      out_.review.refused.push_back({warmup, number, roles_[k], r.event_ms, r.host_ms});
+    }
+  }
+  if (warmup) return true;
+  if (*refused) {
+    ++out_.refused;
+  } else {
+    for (std::size_t k = 0; k < cases_.size(); ++k) {
+      SideSamples& side = samples_[k];
+      side.times.push_back(runs[k].ms);
+      side.event.push_back(runs[k].event_ms);
+      side.host.push_back(runs[k].host_ms);
+      if (runs[k].remote) {
+        side.observed.push_back(runs[k].observed_ms);
+        side.runner.push_back(runs[k].runner_ms);
+        side.runner_complete.push_back(runs[k].runner_complete);
+      }
+    }
+    if (pair_) ratio_.push_back(runs[1].ms > 0 ? runs[0].ms / runs[1].ms : 0.0);
+    ++kept_;
+  }
+  return !(out_.refused >= hc.flag_min_refused && out_.refused >= kept_);
+}
+
+Harness::Outcome Harness::Session::run() {
   bool go = true;
-  for (int i = 0; i < options_.warmup && go; ++i) {
+  for (int i = 0; i < h_.options_.warmup && go; ++i) {
     go = one(true, i);
-    ++out.warmups;
+    ++out_.warmups;
   }
-  const auto t0 = Clock::now();
-  const int max_runs = 2 * options_.max_samples + hc.flag_min_refused;
-  for (int number = 0; go && kept < options_.max_samples && number < max_runs; ++number) {
+  StoppingRule rule(h_.options_);
+  rule.start();
+  std::vector<const std::vector<double>*> series;
+  for (const SideSamples& side : samples_) series.push_back(&side.times);
+  if (pair_) series.push_back(&ratio_);
+  for (int number = 0; go && !rule.capped(kept_, number); ++number) {
     go = one(false, number);
-    if (!go) break;
-    if (kept >= options_.min_samples) {
-      bool stable = true;
-      for (const auto& t : times) stable = stable && summarize(t).rse < options_.target_rse;
-      if (pair) stable = stable && summarize(ratio).rse < options_.target_rse;
-      if (stable) {
-        out.converged = true;
-        break;
-      }
+    if (go && rule.converged(kept_, series)) {
+      out_.converged = true;
+      break;
     }
-    if (seconds_since(t0) > options_.max_seconds) break;
   }
-  out.wall_seconds = seconds_since(t0);
+  out_.wall_seconds = rule.seconds();
+  decide_runner_clock();
+  summarize_sides();
+  summarize_determinism();
+  if (cupti_) {
+    review_activity();
+  } else {
+    review_host_time();
+  }
+  if (pair_) out_.speedup = summarize(ratio_);
+  return std::move(out_);
+}
 
-  // --- summaries ---------------------------------------------------------------------------
-  for (std::size_t k = 0; k < cases.size(); ++k) {
-    SideResult& side = out.sides[k];
-    side.ms = summarize(times[k]);
-    side.event_ms = summarize(event[k]);
-    side.host_ms = summarize(host[k]);
-    side.host_margin_ms = summarize(margin[k]).median;
-    side.launches = launch_stats(launches[k]);
-    if (cupti) {
-      side.activity = activity[k];
+// The candidate's calls ran in the runner: its spans are the times where they agree with the
+// checker's observations (RemoteCheck); else the observations are.
+void Harness::Session::decide_runner_clock() {
+  if (!remote_) return;
+  SideSamples& side = samples_[cand_];
+  RemoteStats& r = out_.sides[cand_].remote;
+  const RemoteCheck& rc = h_.options_.remote_check;
+  r.remote = true;
+  r.rule = rc.describe();
+  std::vector<double> empties;
+  for (double e : empty_ms_) {
+    if (e >= 0) empties.push_back(e);
+  }
+  const SampleStats empty = summarize(empties);
+  r.empty_ms = empty.median;
+  // The agreement is judged on medians; the times that replace disbelieved spans subtract
+  // the cheapest empty exchange (never less than the span), so a runner gains nothing by
+  // making its clock unbelievable.
+  std::vector<double> calibrated, fallback;
+  r.runner_complete = !side.observed.empty();
+  for (std::size_t i = 0; i < side.observed.size(); ++i) {
+    calibrated.push_back(std::max(0.0, side.observed[i] - empty.median));
+    fallback.push_back(std::max(side.observed[i] - empty.min, side.runner[i]));
+    r.runner_complete = r.runner_complete && side.runner_complete[i];
+  }
+  r.observed_ms = summarize(calibrated);
+  r.runner_ms = summarize(side.runner);
+  r.gap_ms = r.observed_ms.median - r.runner_ms.median;
+  r.agreed = r.runner_complete && rc.agrees(r.runner_ms.median, r.gap_ms);
+  out_.sides[cand_].clock = r.agreed ? "runner" : "observed";
+  if (r.agreed) return;
+  const std::vector<double>& observed = fallback;
+  side.times = observed;
+  if (pair_) {
+    for (std::size_t i = 0; i < ratio_.size() && i < observed.size(); ++i) {
+      ratio_[i] = observed[i] > 0 ? samples_[0].times[i] / observed[i] : 0.0;
+    }
+  }
+  std::ostringstream note;
+  note << "the " << roles_[cand_] << "'s calls ran in the runner, whose clock was not believed ("
+       << (r.runner_complete ? "its spans fell short of the checker's observations"
+                             : "it did not time every call completely")
+       << ": median " << r.runner_ms.median << " ms against " << r.observed_ms.median
+       << " ms observed, less " << r.empty_ms
+       << " ms for an empty exchange): the observations, less the cheapest empty exchange, "
+          "are the times";
+  out_.review.notes.push_back(note.str());
+}
+
+void Harness::Session::summarize_sides() {
+  for (std::size_t k = 0; k < cases_.size(); ++k) {
+    SideResult& side = out_.sides[k];
+    const SideSamples& got = samples_[k];
+    side.ms = summarize(got.times);
+    side.event_ms = summarize(got.event);
+    side.host_ms = summarize(got.host);
+    side.host_margin_ms = summarize(got.margin).median;
+    side.launches = launch_stats(got.launches);
+    if (cupti_ && !(k == cand_ && remote_)) {
+      side.activity = got.activity;
       side.activity.recorded = true;
-      const LaunchStats r = launch_stats(records[k]);
+      const LaunchStats r = launch_stats(got.records);
       side.activity.records_min = r.min;
       side.activity.records_max = r.max;
       side.activity.records_median = r.median;
@@ -458,81 +654,92 @@ Harness::Outcome Harness::measure(const Measurement& m, bool pair) {
       v.message = "no timed run was verified";
     }
   }
-  const Verification& cv = out.sides[cand].verification;
-  if (check.exact) {
+}
+
+void Harness::Session::summarize_determinism() {
+  DeterminismResult& det = out_.determinism;
+  const Verification& cv = out_.sides[cand_].verification;
+  if (m_.check.exact) {
     det.identical = cv.passed;
     det.runs = cv.samples_total + cv.warmup_total;
     det.message = cv.passed ? "deterministic: every run matched the trusted result bit for bit"
                             : "not established: " + cv.message;
-  } else if (rerun && det.identical) {
+  } else if (rerun_ && det.identical) {
     det.message = det.runs > 0 ? "identical bits in all " + std::to_string(det.runs) + " re-runs"
                                : "no run was re-checked (the output was wrong first)";
-  } else if (!rerun) {
+  } else if (!rerun_) {
     det.identical = false;
     det.message = "not checked";
   }
-  Review& review = out.review;
-  if (cupti) {
-    review.rule = "no host-time refusal (the activity clock times every stream); " + ec.describe();
-    for (std::size_t k = 0; k < cases.size(); ++k) {
-      const ActivityStats& a = out.sides[k].activity;
-      if (a.runs > 0 && 2 * a.escaped_runs > a.runs) {
-        std::ostringstream note;
-        note << "the " << roles[k] << "'s activity span exceeded its event time in "
-             << a.escaped_runs << " of " << a.runs << " timed runs (" << ec.factor
-             << " x event_ms + " << ec.slack_ms
-             << " ms): work escaped the stream the events wait on; its time counts that work";
-        review.notes.push_back(note.str());
-      }
-      if (a.dropped_calls > 0) {
-        std::ostringstream note;
-        note << "CUPTI dropped activity records (or gave them no timestamps) in "
-             << a.dropped_calls << " of " << a.runs << " timed calls of the " << roles[k]
-             << ": those calls were timed by their host time";
-        review.notes.push_back(note.str());
-      }
+}
+
+// The activity clock's notes: work that escaped the events, records CUPTI dropped.
+void Harness::Session::review_activity() {
+  const EventCheck& ec = h_.options_.event_check;
+  Review& review = out_.review;
+  review.rule = "no host-time refusal (the activity clock times every stream); " + ec.describe();
+  if (remote_) review.rule += "; " + h_.options_.remote_check.describe();
+  for (std::size_t k = 0; k < cases_.size(); ++k) {
+    const ActivityStats& a = out_.sides[k].activity;
+    if (a.runs > 0 && 2 * a.escaped_runs > a.runs) {
+      std::ostringstream note;
+      note << "the " << roles_[k] << "'s activity span exceeded its event time in "
+           << a.escaped_runs << " of " << a.runs << " timed runs (" << ec.factor << " x event_ms + "
+           << ec.slack_ms
+           << " ms): work escaped the stream the events wait on; its time counts that work";
+      review.notes.push_back(note.str());
     }
-    if (pair) out.speedup = summarize(ratio);
-    return out;
+    if (a.dropped_calls > 0) {
+      std::ostringstream note;
+      note << "CUPTI dropped activity records (or gave them no timestamps) in " << a.dropped_calls
+           << " of " << a.runs << " timed calls of the " << roles_[k]
+           << ": those calls were timed by their host time";
+      review.notes.push_back(note.str());
+    }
   }
+}
+
+// The events clock's host-time cross-check, rules (b) and (c) of the file comment.
+void Harness::Session::review_host_time() {
+  const HostCheck& hc = h_.options_.host_check;
+  Review& review = out_.review;
   review.rule = hc.describe();
-  const int total = kept + out.refused;
-  if (out.refused >= hc.flag_min_refused && out.refused >= kept) {
+  if (remote_) review.rule += "; " + h_.options_.remote_check.describe();
+  const int total = kept_ + out_.refused;
+  if (out_.refused >= hc.flag_min_refused && out_.refused >= kept_) {
     review.flagged = true;
     int by_candidate = 0;
     for (const auto& r : review.refused) by_candidate += r.side != "baseline" ? 1 : 0;
     const Refusal& r = review.refused.front();
     std::ostringstream why;
-    why << out.refused << " of " << total << " " << (pair ? "pairs" : "samples")
+    why << out_.refused << " of " << total << " " << (pair_ ? "pairs" : "samples")
         << " refused by the host-time cross-check (host_ms > " << hc.factor << " x event_ms + "
         << hc.slack_ms << " ms); ";
     if (by_candidate > 0) {
-      why << "work of the " << (pair ? "candidate" : "case")
+      why << "work of the " << (pair_ ? "candidate" : "case")
           << " escaped the timing events (e.g. on a stream they do not wait for)";
     } else {
       why << "only the baseline's runs were refused: the machine is too noisy to time";
     }
-    why << "; first: " << run_label(r.warmup, r.pair, pair) << ", " << r.side << " event "
+    why << "; first: " << run_label(r.warmup, r.pair, pair_) << ", " << r.side << " event "
         << r.event_ms << " ms, host " << r.host_ms << " ms";
     review.reasons.push_back(why.str());
   }
-  if (pair && !margin[0].empty() &&
-      hc.margin_suspect(out.sides[1].host_margin_ms, out.sides[0].host_margin_ms)) {
+  const SideResult& candidate = out_.sides[cand_];
+  if (pair_ && !remote_ && !samples_[0].margin.empty() &&
+      hc.margin_suspect(candidate.host_margin_ms, out_.sides[0].host_margin_ms)) {
     review.flagged = true;
     std::ostringstream why;
     why << "the candidate's host time exceeded its event time by a median of "
-        << out.sides[1].host_margin_ms << " ms, the baseline's by "
-        << out.sides[0].host_margin_ms << " ms (limit: " << hc.margin_factor << " x the baseline's + "
-        << hc.margin_slack_ms << " ms): part of the candidate's work escaped the timing events "
-           "in every run";
+        << candidate.host_margin_ms << " ms, the baseline's by " << out_.sides[0].host_margin_ms
+        << " ms (limit: " << hc.margin_factor << " x the baseline's + " << hc.margin_slack_ms
+        << " ms): part of the candidate's work escaped the timing events in every run";
     review.reasons.push_back(why.str());
   }
-  if (pair) out.speedup = summarize(ratio);
-  return out;
 }
 
 PairTiming Harness::time_pair(const Measurement& m) {
-  Outcome o = measure(m, true);
+  Outcome o = Session(*this, m, true).run();
   PairTiming t;
   t.baseline = std::move(o.sides[0]);
   t.candidate = std::move(o.sides[1]);
@@ -547,7 +754,7 @@ PairTiming Harness::time_pair(const Measurement& m) {
 }
 
 CaseTiming Harness::time_single(const Measurement& m) {
-  Outcome o = measure(m, false);
+  Outcome o = Session(*this, m, false).run();
   CaseTiming t;
   t.result = std::move(o.sides[0]);
   t.converged = o.converged;

@@ -26,10 +26,10 @@
 #ifdef SKIP
 #define CML_SKIP_CASE(why) SKIP(why)
 #else
-#define CML_SKIP_CASE(why)        \
-  do {                            \
-    WARN("skipped: " << (why));   \
-    return;                       \
+#define CML_SKIP_CASE(why)      \
+  do {                          \
+    WARN("skipped: " << (why)); \
+    return;                     \
   } while (false)
 #endif
 
@@ -96,8 +96,8 @@ bool all_poison(const void* data, std::size_t count) {
 }  // namespace
 
 TEST_CASE("The FP32 lanes per SM follow the programming guide's table", "[harness][host]") {
-  CHECK(cml::fp32_lanes_per_sm(9, 0) == 128);   // H100
-  CHECK(cml::fp32_lanes_per_sm(8, 0) == 64);    // A100
+  CHECK(cml::fp32_lanes_per_sm(9, 0) == 128);  // H100
+  CHECK(cml::fp32_lanes_per_sm(8, 0) == 64);   // A100
   CHECK(cml::fp32_lanes_per_sm(8, 6) == 128);
   CHECK(cml::fp32_lanes_per_sm(8, 9) == 128);
   CHECK(cml::fp32_lanes_per_sm(7, 5) == 64);
@@ -105,6 +105,38 @@ TEST_CASE("The FP32 lanes per SM follow the programming guide's table", "[harnes
   CHECK(cml::fp32_lanes_per_sm(6, 1) == 128);
   CHECK(cml::fp32_lanes_per_sm(10, 0) == 128);
   CHECK(cml::fp32_lanes_per_sm(3, 5) == 0);  // unknown: no peak rather than a wrong one
+}
+
+TEST_CASE("Sampling stops once every series is stable, or at a cap", "[harness][host]") {
+  cml::TimingOptions o;
+  o.min_samples = 5;
+  o.max_samples = 8;
+  o.max_seconds = 60;
+  o.target_rse = 0.01;
+  cml::StoppingRule rule(o);
+  rule.start();
+  const std::vector<double> steady(5, 2.0), noisy = {1.0, 3.0, 1.0, 3.0, 1.0};
+  const std::vector<double> few(4, 2.0);
+  CHECK_FALSE(rule.converged(4, {&few}));  // fewer than min_samples
+  CHECK(rule.converged(5, {&steady, &steady}));
+  CHECK_FALSE(rule.converged(5, {&steady, &noisy}));  // one series still moves
+  CHECK_FALSE(rule.capped(7, 7));
+  CHECK(rule.capped(8, 8));                                      // max_samples kept
+  CHECK(rule.capped(2, 2 * 8 + o.host_check.flag_min_refused));  // most runs refused
+  o.max_seconds = -1;                                            // the time cap, already spent
+  CHECK(cml::StoppingRule(o).capped(0, 0));
+}
+
+TEST_CASE("The runner's clock is believed only where the checker saw as much", "[harness][host]") {
+  const cml::RemoteCheck rc;
+  CHECK(rc.agrees(10.0, -0.2));  // the observation under the span: honest calls do that
+  CHECK(rc.agrees(10.0, rc.slack_ms + rc.factor * 10.0));
+  CHECK_FALSE(rc.agrees(10.0, rc.slack_ms + rc.factor * 10.0 + 0.01));
+  // Two thirds of a 15 ms call's work kept from the clock: 5 ms claimed, 10 ms more seen.
+  CHECK_FALSE(rc.agrees(5.0, 10.0));
+  // A quarter of a 0.3 ms call hidden.
+  CHECK_FALSE(rc.agrees(0.225, 0.075));
+  CHECK(rc.describe().find("empty exchange") != std::string::npos);
 }
 
 TEST_CASE("Without a usable GPU the reason is said in a student's words", "[harness][host]") {

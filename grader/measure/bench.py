@@ -50,16 +50,26 @@ def bench_document_problem(text: str) -> str:
     return BENCH_ALTERED if body[end:].strip() else ""
 
 
-def run_bench(binary: Path, args: list[str], ctx: Context, trusted: bool) -> tuple[
+def run_bench(binary: Path, args: list[str], ctx: Context, trusted: bool,
+              runner: Path | None = None) -> tuple[
         Document | None, BenchProblem | None, sandbox.Outcome]:
     """One bench run; (document, problem, outcome). The document comes through a pipe the
     grader holds (--json /dev/fd/N), read while the bench runs, in a folder of the run's
-    own; a document written to besides the harness is an Unread.ALTERED problem."""
+    own; a document written to besides the harness is an Unread.ALTERED problem. With a
+    `runner`, `binary` is the lab's bench checker: it runs as the grader, outside the jail,
+    and only the runner (the student's object) runs in the jail
+    (common/include/cml/remote.hpp)."""
     with sandbox.Channel() as doc:
         cmd = [str(binary), *args, "--json", doc.path, "--seed", str(ctx.seed)]
         if trusted:  # the reference's bench: the grader's own code, outside the jail
             out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.timeout * 2, env=ctx.env,
                               fresh=True, channels=[doc])
+        elif runner is not None:
+            pair = sandbox.run_pair(cmd, [str(runner)], cwd=ctx.run_dir,
+                                    timeout=ctx.limit(ctx.timeout * 2), env=ctx.env,
+                                    identity=ctx.identity, jail=ctx.jail, channels=[doc],
+                                    syscalls=seccomp.PROGRAM)
+            out = pair.checker
         else:
             out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 2),
                               env=ctx.env, identity=ctx.identity, jail=ctx.jail, fresh=True,
@@ -137,6 +147,18 @@ def launch_problem(comp: PairTiming) -> str | None:
     return None
 
 
+def clock_note(comp: PairTiming) -> str:
+    """A sentence for the speed part when the runner's clock was not believed for the
+    candidate's calls (its times are then the grader's own observations), else ""."""
+    remote = comp.candidate.remote
+    if remote is None or remote.agreed is not False:
+        return ""
+    why = ("it did not time every call" if remote.runner_complete is False else
+           "its times fell short of what the grader observed")
+    return ("Your kernel's times are the grader's own observation of each call, not the "
+            f"clock beside your code ({why}).")
+
+
 def review_problem(comp: PairTiming) -> str | None:
     """The harness's review flag (work escaped the timing events), with its reasons."""
     if comp.review is None or not comp.review.flagged:
@@ -169,6 +191,7 @@ class BenchRuns:
     # bench ran for feedback, its figures kept beside a part that is not measured.
     no_reference: bool = False
     note: str = ""  # what the student's bench alone said, added to the speed part's reason
+    clock_note: str = ""  # clock_note of the student's comparison, added to its reason
 
 
 NO_REFERENCE = ("Not measured here: this copy has no reference solution to time your kernel "
@@ -194,16 +217,18 @@ def read_student(runs: BenchRuns, student: Document, comparison: str) -> str | N
     runs.output_problem = timed_output_problem(comp)
     runs.launch_problem = launch_problem(comp)
     runs.review_problem = review_problem(comp)
+    runs.clock_note = clock_note(comp)
     return None
 
 
-def student_only(perf: Performance, ctx: Context, student_bin: Path) -> BenchRuns:
+def student_only(perf: Performance, ctx: Context, student_bin: Path,
+                 runner: Path | None = None) -> BenchRuns:
     """The student's bench alone, where there is no reference (a student copy): never
     points, but the speedup over the baseline and the speed of light on this GPU, in the
     part's reason and details, so a check on a GPU still says how fast the kernel is."""
     runs = BenchRuns(Timing(perf.comparison, perf.bench_args), unmeasured=NO_REFERENCE,
                      no_reference=True)
-    student, why, _ = run_bench(student_bin, perf.bench_args, ctx, trusted=False)
+    student, why, _ = run_bench(student_bin, perf.bench_args, ctx, trusted=False, runner=runner)
     if student is None:
         if why is not None and why.kind is Unread.ALTERED:
             runs.note = f"Your bench's result was not believed: {why.message}"
@@ -223,15 +248,25 @@ def student_only(perf: Performance, ctx: Context, student_bin: Path) -> BenchRun
     return runs
 
 
+def student_bench(ctx: Context) -> tuple[Path | None, Path | None]:
+    """The student's bench: (the bench checker, the runner) where the lab runs as checker and
+    runner, else (the bench linked with the student's object, None)."""
+    checker = ctx.binary("bench_checker")
+    if ctx.remote is not None and checker is not None:
+        return checker, ctx.remote
+    return ctx.binary("bench_student"), None
+
+
 def performance(perf: Performance, ctx: Context) -> BenchRuns:
     """Both benches with [performance].bench_args; the comparison named by the rubric."""
-    student_bin, reference_bin = ctx.binary("bench_student"), ctx.binary("bench_solution")
+    (student_bin, runner), reference_bin = student_bench(ctx), ctx.binary("bench_solution")
     if student_bin is not None and reference_bin is None and not ctx.has_reference:
-        return student_only(perf, ctx, student_bin)
+        return student_only(perf, ctx, student_bin, runner)
     if student_bin is None or reference_bin is None:
         return BenchRuns(unmeasured="Not measured: the bench was not built.")
     reference, why_ref, _ = run_bench(reference_bin, perf.bench_args, ctx, trusted=True)
-    student, why_student, _ = run_bench(student_bin, perf.bench_args, ctx, trusted=False)
+    student, why_student, _ = run_bench(student_bin, perf.bench_args, ctx, trusted=False,
+                                        runner=runner)
     timing = Timing(perf.comparison, perf.bench_args)
     runs = BenchRuns(timing)
     if reference is None:

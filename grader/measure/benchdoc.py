@@ -302,6 +302,33 @@ class ActivityStats:
 
 
 @dataclass(frozen=True)
+class RemoteStats:
+    """How the runner's calls of a side were timed (timing.hpp RemoteStats): the runner's
+    activity spans believed (`agreed`), or the checker's own observations of the exchanges
+    in their place. Only a side whose calls ran in the runner has it."""
+
+    agreed: bool | None = None
+    runner_complete: bool | None = None
+    empty_ms: float | None = None
+    gap_ms: float | None = None
+    observed_ms: SampleStats | None = None
+    runner_ms: SampleStats | None = None
+    written: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @staticmethod
+    def read(value: Any, where: str) -> "RemoteStats":
+        obj = _object(value, where)
+        stats = {key: SampleStats.read(obj[key], f"{where}.{key}")
+                 for key in ("observed_ms", "runner_ms") if obj.get(key) is not None}
+        return RemoteStats(_flag(obj, "agreed", where), _flag(obj, "runner_complete", where),
+                           _number(obj, "empty_ms", where), _number(obj, "gap_ms", where),
+                           written=obj, **stats)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.written)
+
+
+@dataclass(frozen=True)
 class Review:
     """The harness's review verdict (timing.hpp Review): flagged when work escaped the timing
     events, with its reasons and notes."""
@@ -356,6 +383,7 @@ class Side:
     verification: Verification | None = None
     launches: LaunchStats | None = None
     activity: ActivityStats | None = None
+    remote: RemoteStats | None = None  # a side whose calls ran in the runner
     written: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @staticmethod
@@ -366,6 +394,7 @@ class Side:
         verification = _optional_object(obj, "verification", where)
         launches = _optional_object(obj, "launches", where)
         activity = _optional_object(obj, "activity", where)
+        remote = _optional_object(obj, "remote", where)
         return {"name": _text(obj, "name", where), **stats,
                 "host_margin_ms": _number(obj, "host_margin_ms", where),
                 "work": Work.read(obj, where), "gflops": _number(obj, "gflops", where),
@@ -376,6 +405,8 @@ class Side:
                              if launches is not None else None),
                 "activity": (ActivityStats.read(activity, f"{where}.activity")
                              if activity is not None else None),
+                "remote": (RemoteStats.read(remote, f"{where}.remote")
+                           if remote is not None else None),
                 "written": obj}
 
     @staticmethod

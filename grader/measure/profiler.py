@@ -191,22 +191,63 @@ def ncu_duration(rows: list[dict[str, Any]]) -> float | None:
 @dataclass
 class NcuLog:
     """What one profiling run wrote to its --log-file: the raw page (one row per profiled
-    launch) and ncu's own error and warning lines. The profiled program's output is not
-    in it (it goes to the program's standard output), so nothing here is the student's."""
+    launch) and ncu's own error and warning lines. The profiled program's output goes to its
+    standard output, not here; but the program inherits the descriptor ncu logs to, so a log
+    is believed only in the shape ncu writes it (`foreign` says why not)."""
 
     rows: list[dict[str, Any]]
     errors: list[str]  # "==ERROR==" lines, prefix removed
     warnings: list[str]  # "==WARNING==" lines, prefix removed
+    foreign: str = ""  # why the log holds something ncu does not write ("": nothing)
+
+
+_NO_KERNELS = "No kernels were profiled"
+
+
+def _is_header(line: str) -> bool:
+    s = line.lstrip()
+    return s.startswith('"ID"') or s.startswith("ID,")
+
+
+def foreign_lines(text: str) -> str:
+    """Why `text` is not a log as `ncu --csv --page raw --log-file` writes it, or "": ncu
+    writes its "==" lines, then at most one table (one header row, each row one line with
+    the header's columns), and no table when it says no kernel was profiled. A table the
+    program wrote ahead of ncu's makes two; one glued to ncu's, rows of the wrong width."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    headers = [i for i, ln in enumerate(lines) if _is_header(ln)]
+    if len(headers) > 1:
+        return f"it holds {len(headers)} tables where ncu writes one"
+    start = headers[0] if headers else len(lines)
+    stray = next((ln for ln in lines[:start] if not ln.lstrip().startswith("==")), None)
+    if stray is not None:
+        return f"a line ncu does not write: {stray.strip()[:80]!r}"
+    if not headers:
+        return ""
+    if any(_NO_KERNELS in ln for ln in lines if ln.lstrip().startswith("==")):
+        return "a table beside ncu's own word that no kernel was profiled"
+    width = len(next(csv.reader([lines[start]])))
+    for ln in lines[start + 1:]:
+        if ln.lstrip().startswith("=="):
+            continue
+        records = list(csv.reader(io.StringIO(ln + "\n")))
+        if len(records) != 1 or len(records[0]) != width:
+            return f"a row that is not one of the table's: {ln.strip()[:80]!r}"
+    return ""
 
 
 def parse_ncu_log(text: str) -> NcuLog:
     """The launches and messages of `ncu --csv --page raw --log-file FILE` output. A run in
     which no kernel was profiled (ncu warns "No kernels were profiled" and prints no table)
-    has no rows; that is a result, not an error."""
+    has no rows; that is a result, not an error. A log not in ncu's shape (foreign_lines)
+    has no rows and says why in `foreign`."""
     errors = [ln.split("==ERROR==", 1)[1].strip() for ln in text.splitlines()
               if ln.lstrip().startswith("==ERROR==")]
     warnings = [ln.split("==WARNING==", 1)[1].strip() for ln in text.splitlines()
                 if ln.lstrip().startswith("==WARNING==")]
+    foreign = foreign_lines(text)
+    if foreign:
+        return NcuLog([], errors, warnings, foreign)
     try:
         rows = parse_ncu_csv(text)
     except NcuError:
@@ -479,7 +520,15 @@ def _profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: str,
                           channels=[log], syscalls=seccomp.TOOL)
     if not log.data.strip():
         raise _NotMeasured(f"Not measured: ncu wrote no log ({out.describe()}).")
+    if log.oversized:
+        return [], ("No metric points, flagged for review: the profiler's log outgrew what "
+                    f"the grader keeps ({log.limit // 2**20} MiB): not believed.")
     found = parse_ncu_log(log.text())
+    if found.foreign:
+        # The program inherits the descriptor ncu logs to: what ncu did not write is the
+        # program's, and a log with any of it is not believed.
+        return [], ("No metric points, flagged for review: the profiler's log holds what ncu "
+                    f"does not write ({found.foreign}): not believed.")
     # Only ncu's own lines decide: the student's program writes elsewhere.
     refused = next((e for e in found.errors if REFUSED_RE.search(e)), "")
     if refused:

@@ -17,7 +17,8 @@ STUDENT_KINDS = ("tests_student", "hidden_student", "bench_student", "runner")
 # The grader's own executables: the reference's, and the checkers that hold the tests when
 # they run against the student's runner (common/include/cml/remote.hpp); none holds the
 # student's code, so the reference cache keeps them.
-REFERENCE_KINDS = ("tests_solution", "bench_solution", "checker", "hidden_checker")
+REFERENCE_KINDS = ("tests_solution", "bench_solution", "checker", "hidden_checker",
+                   "bench_checker")
 KINDS = STUDENT_KINDS + REFERENCE_KINDS
 
 
@@ -53,12 +54,15 @@ def _reference_targets(job: LabJob) -> list[str]:
 
 
 def _checker_targets(job: LabJob) -> list[str]:
-    """The lab's checkers, where it lists its interface for the runner."""
+    """The lab's checkers, where it lists its interface for the runner: the tests' and, for a
+    lab whose speed is graded, the bench's."""
     if not linking.runs_remote(job.lab):
         return []
     tag = job.lab.tag
     return [f"{tag}_checker"] + ([f"{tag}_hidden_checker"]
-                                 if _has(job, "tests/*.c*", "solution") else [])
+                                 if _has(job, "tests/*.c*", "solution") else []) + \
+        ([f"{tag}_bench_checker"] if _has(job, "bench/*.c*") and job.rubric.performance
+         else [])
 
 
 def _linked_targets(job: LabJob) -> list[str]:

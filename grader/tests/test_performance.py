@@ -52,14 +52,47 @@ class PerformanceTest(unittest.TestCase):
         for name, doc in docs.items():
             parse_document(json.dumps(doc), name)
 
-        def fake_run(binary, args, ctx, trusted):
+        def fake_run(binary, args, ctx, trusted, runner=None):
             self.assertEqual(trusted, binary.name == "lab04_bench_solution")
-            return read_document(copy.deepcopy(docs[binary.name])), None, None
+            self.runs.append((binary.name, runner))
+            name = "lab04_bench_student" if binary.name == "lab04_bench_checker" else binary.name
+            return read_document(copy.deepcopy(docs[name])), None, None
 
         perf = self.rubric.performance
+        self.runs: list[tuple[str, Path | None]] = []
         with mock.patch.object(bench, "run_bench", fake_run):
             runs = bench.performance(perf, self.ctx)
         return scoring.performance_part(perf, runs, set(groups)), runs.timing
+
+    def test_the_students_bench_runs_as_checker_and_runner(self):
+        # Where the lab runs as checker and runner, the student's bench is the bench checker
+        # (inputs, clock, verification and document in the grader's process) with the
+        # student's object in the runner; else the bench linked with the student's object.
+        self.grade(load("verified.json"))
+        self.assertIn(("lab04_bench_student", None), self.runs)
+        binaries = {"bench_student": Path("lab04_bench_student"),
+                    "bench_checker": Path("lab04_bench_checker"),
+                    "bench_solution": Path("lab04_bench_solution")}
+        self.ctx.binary, self.ctx.remote = binaries.get, Path("lab04_runner")
+        part, _ = self.grade(load("verified.json"))
+        self.assertIn(("lab04_bench_checker", Path("lab04_runner")), self.runs)
+        self.assertNotIn("lab04_bench_student", [name for name, _ in self.runs])
+        self.assertEqual(part.points, 20)
+
+    def test_times_the_runner_could_not_vouch_for_are_said_so(self):
+        # The runner's clock fell short of the grader's observation: the document's times are
+        # the observations (the harness put them there), scored, and the reason says so.
+        doc = load("verified.json")
+        doc["comparisons"][0]["candidate"]["remote"] = {
+            "empty_ms": 0.5, "gap_ms": 4.0, "agreed": False, "runner_complete": True,
+            "rule": "", "observed_ms": None, "runner_ms": None}
+        part, _ = self.grade(doc)
+        self.assertEqual((part.status, part.points), (GRADED, 20))
+        self.assertIn("the grader's own observation of each call", part.reason)
+        self.assertIn("fell short", part.reason)
+        doc["comparisons"][0]["candidate"]["remote"]["agreed"] = True
+        part, _ = self.grade(doc)
+        self.assertEqual(part.reason, "")
 
     def test_all_verified_is_scored(self):
         part, timing = self.grade(load("verified.json"))
@@ -279,7 +312,7 @@ class PerformanceTest(unittest.TestCase):
                       has_reference=solutions)
         calls = []
 
-        def fake_run(binary, args, ctx, trusted):
+        def fake_run(binary, args, ctx, trusted, runner=None):
             calls.append(trusted)
             if student is None:
                 return None, problem, None

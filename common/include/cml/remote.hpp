@@ -26,6 +26,14 @@
 ///   - the kernels the call launched, so cml::launch_count() and LaunchLog in the checker see
 ///     them, and whether the checker's thread held a DryLaunches.
 ///
+/// The grader's bench of a student runs the same way: labNN_bench_checker is the lab's bench
+/// (its inputs, seed, nonce, baseline, clock, verification and document) with these proxies in
+/// place of the student's object. Its timed calls are made while a CallLog lives: the runner
+/// maps the buffers, says it is ready, and waits for the checker's go; the checker observes
+/// the call from the go to the answer, which the runner sends once the call's work is done and
+/// the buffers are unmapped; the runner's own activity clock times the call between the two
+/// and is believed only where the checker's observation agrees (cml/timing.hpp, RemoteCheck).
+///
 /// A lab lists the functions its student file defines once, in tests/remote_calls.hpp:
 /// \code
 ///   #define CML_REMOTE_CALLS(X)                                                          \
@@ -146,9 +154,11 @@ class Reader {
 /// a buffer's end lands outside an allocation, as it would in the checker (a mapping is
 /// rounded up to the allocation granularity, 2 MiB, where compute-sanitizer would see it as
 /// in bounds). keep() copies the results back; the destructor frees and unmaps everything.
+/// A `direct` call (a timed one: the bench's) works on the mapping itself, so what the
+/// exchange costs beside the call stays small and steady.
 class Mappings {
  public:
-  Mappings() = default;
+  explicit Mappings(bool direct = false) : direct_(direct) {}
   Mappings(const Mappings&) = delete;
   Mappings& operator=(const Mappings&) = delete;
   ~Mappings();
@@ -171,6 +181,7 @@ class Mappings {
     std::uint64_t size;
   };
   std::vector<Mapped> open_;
+  bool direct_ = false;
 };
 
 /// Writes a device pointer of the checker's (nullptr too) as its allocation's descriptor, size
@@ -248,6 +259,45 @@ T get(Reader& r, Mappings* maps) {
 /// is thrown here again, as the same standard type with the same message).
 Reader exchange(const char* name, Writer& arguments);
 
+/// One call made while a CallLog lived: the checker's own observation of it, and what the
+/// runner said about it.
+struct CallTiming {
+  /// The checker's clock (steady_clock): the request sent to the answer read, the GPU work
+  /// the call queued finished in between (the runner waits for it before it answers).
+  double observed_ms = 0;
+  bool runner_timed = false;  ///< the runner timed the call with its activity clock
+  double runner_ms = 0;       ///< the runner's activity span of the call
+  std::uint64_t records = 0, untimed = 0, dropped = 0;  ///< of that span
+  double runner_host_ms = 0;                            ///< the runner's host time around the call
+  /// The runner's span can be believed alone: its activity clock ran and lost no record.
+  bool runner_complete() const { return runner_timed && untimed == 0 && dropped == 0; }
+};
+
+/// While one lives, every call this thread makes to the runner is timed and recorded: by the
+/// checker's clock around the exchange and by the runner's activity clock around the call
+/// itself (the timing harness, cml/timing.hpp). An `empty` log makes each call empty: the
+/// runner decodes the arguments, maps the buffers and runs its clock, but calls nothing and
+/// answers no result (a proxy returns a value-initialised result): what the exchange costs
+/// without the call, for calibration.
+class CallLog {
+ public:
+  explicit CallLog(bool empty = false);
+  ~CallLog();
+  CallLog(const CallLog&) = delete;
+  CallLog& operator=(const CallLog&) = delete;
+  bool empty() const { return empty_; }
+  const std::vector<CallTiming>& calls() const { return calls_; }
+  /// exchange()'s record of one call.
+  void add(const CallTiming& call) { calls_.push_back(call); }
+  /// The innermost log alive on this thread, or nullptr.
+  static CallLog* current();
+
+ private:
+  bool empty_;
+  std::vector<CallTiming> calls_;
+  CallLog* outer_;
+};
+
 /// The checker's proxy for a function of type R(P...): `Call<decltype(&f)>{"f"}(args...)`.
 template <class F>
 struct Call;
@@ -258,7 +308,12 @@ struct Call<R (*)(P...)> {
     Writer w;
     (put<std::decay_t<P>>(w, args), ...);
     Reader r = exchange(name, w);
-    if constexpr (!std::is_void_v<R>) return get<R>(r, nullptr);
+    if constexpr (!std::is_void_v<R>) {
+      if constexpr (std::is_default_constructible_v<R>) {
+        if (r.done() && CallLog::current() != nullptr && CallLog::current()->empty()) return R{};
+      }
+      return get<R>(r, nullptr);
+    }
   }
 };
 
@@ -271,6 +326,17 @@ struct Entry {
   void (*serve)(Reader& in, Writer& out, Mappings& maps);
 };
 
+/// The runner's clock around the call itself (common/src/runner_main.cpp sets it for a timed
+/// call): started once the arguments are decoded and their buffers mapped, stopped once the
+/// call returned; `empty` skips the call between them.
+struct CallClock {
+  bool empty = false;
+  void (*start)() = nullptr;
+  void (*stop)() = nullptr;
+};
+/// The runner's one CallClock.
+CallClock& call_clock();
+
 template <class F>
 struct Serve;
 template <class R, class... P>
@@ -280,10 +346,17 @@ struct Serve<R (*)(P...)> {
     // Braces evaluate the arguments left to right, in the order put() wrote them.
     std::tuple<std::decay_t<P>...> args{get<std::decay_t<P>>(in, &maps)...};
     if (!in.done()) throw ProtocolError("a call carried more than its arguments");
-    if constexpr (std::is_void_v<R>) {
+    const CallClock& clock = call_clock();
+    if (clock.start != nullptr) clock.start();
+    if (clock.empty) {
+      if (clock.stop != nullptr) clock.stop();
+    } else if constexpr (std::is_void_v<R>) {
       std::apply(Fn, args);
+      if (clock.stop != nullptr) clock.stop();
     } else {
-      put<std::decay_t<R>>(out, std::apply(Fn, args));
+      auto result = std::apply(Fn, args);
+      if (clock.stop != nullptr) clock.stop();
+      put<std::decay_t<R>>(out, result);
     }
   }
 };

@@ -53,6 +53,13 @@
 ///      above `margin_factor` x the baseline's + `margin_slack_ms` flags it for review (work
 ///      escapes in every run, each time too little for (a)).
 ///
+/// A candidate whose calls another process carries out (the grader's bench checker and the
+/// runner, cml/remote.hpp) is timed by that process's activity clock, checked against this
+/// process's own observation of each exchange (RemoteCheck): before every pair an empty
+/// exchange of the same launch (its buffers mapped, the runner's clock run, nothing called)
+/// calibrates the observation. The side's clock is then "runner" where they agree, else
+/// "observed", with a note.
+///
 /// After every run (warm-up included) the WHOLE output is compared on the GPU with a result
 /// the harness computes itself for the same inputs: the baseline's output of the same pair
 /// (given, trusted code), the output of an untimed trusted `reference` launch, or an input
@@ -88,6 +95,7 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -120,11 +128,11 @@ class NvtxRange {
 
 /// The host-time cross-check's rules (see the file comment), applied with the events clock.
 struct HostCheck {
-  double factor = 1.05;          ///< (a) refuse a run when host_ms > factor·event_ms + slack_ms
+  double factor = 1.05;  ///< (a) refuse a run when host_ms > factor·event_ms + slack_ms
   double slack_ms = 0.1;
-  int flag_min_refused = 3;      ///< (b) review when this many pairs were refused and they
-                                 ///<     are at least as many as the kept ones
-  double margin_factor = 2.0;    ///< (c) review when the candidate's median host-event margin
+  int flag_min_refused = 3;        ///< (b) review when this many pairs were refused and they
+                                   ///<     are at least as many as the kept ones
+  double margin_factor = 2.0;      ///< (c) review when the candidate's median host-event margin
   double margin_slack_ms = 0.025;  ///<   > margin_factor·baseline's + margin_slack_ms
   bool refuses(double event_ms, double host_ms) const {
     return host_ms > factor * event_ms + slack_ms;
@@ -146,6 +154,25 @@ struct EventCheck {
   std::string describe() const;
 };
 
+/// When the runner's clock is believed for a call the runner carried out (a bench run as
+/// checker and runner, cml/remote.hpp): the checker observes each exchange itself, request
+/// to answer, and subtracts the median empty exchange of the measurement (the same launch
+/// with the same buffers and the runner's clock running, nothing called, one before each
+/// pair); the runner's activity span is believed when that median observation exceeds the
+/// spans' median by at most slack_ms + factor x the spans' median (on an H100 honest calls
+/// came out between 0.17 ms under and 0.01 ms under). Else each observation less the cheapest
+/// empty exchange (and never less than its span) is the run's time, and the side says so
+/// (RemoteStats::agreed): a time that can only be longer, so a runner gains nothing by
+/// making its clock unbelievable.
+struct RemoteCheck {
+  double slack_ms = 0.05;
+  double factor = 0.1;
+  bool agrees(double runner_ms, double gap_ms) const {
+    return gap_ms <= slack_ms + factor * runner_ms;
+  }
+  std::string describe() const;  ///< the rule in one line
+};
+
 /// Knobs of the protocol; the defaults are what the grader uses.
 struct TimingOptions {
   int warmup = 3;             ///< untimed (but verified) runs of each case before sampling
@@ -160,6 +187,7 @@ struct TimingOptions {
   std::uint64_t nonce = 0;
   HostCheck host_check;
   EventCheck event_check;
+  RemoteCheck remote_check;
 };
 
 /// Summary of timing samples in milliseconds (or of per-pair ratios).
@@ -196,23 +224,23 @@ struct TimedCase {
 /// (trusted code run untimed after the candidate in each pair); the baseline's output of the
 /// same pair (time_pair only: the baseline is given, trusted code, run after the candidate).
 struct Measurement {
-  TimedCase baseline;             ///< time_pair's A side; unused by time_single
-  TimedCase candidate;            ///< time_pair's B side; time_single's case
+  TimedCase baseline;                   ///< time_pair's A side; unused by time_single
+  TimedCase candidate;                  ///< time_pair's B side; time_single's case
   const FreshInputs* inputs = nullptr;  ///< regenerated before each side (may be null)
-  TimedCase reference;            ///< optional: trusted code whose output is expected
-  DeviceArray expected;           ///< optional: the expected result itself
-  IndexMap map;                   ///< expected value of output i: expected[map(i)]
-  std::string expected_name;      ///< e.g. "the input" (messages; a default is made)
+  TimedCase reference;                  ///< optional: trusted code whose output is expected
+  DeviceArray expected;                 ///< optional: the expected result itself
+  IndexMap map;                         ///< expected value of output i: expected[map(i)]
+  std::string expected_name;            ///< e.g. "the input" (messages; a default is made)
   Check check;
 };
 
 /// Where a run's output first went wrong.
 struct Failure {
   bool warmup = false;
-  int pair = 0;             ///< the pair (time_pair) or sample (time_single) number
-  int sample = -1;          ///< index of the run's time in `ms.samples`; -1: not kept
+  int pair = 0;     ///< the pair (time_pair) or sample (time_single) number
+  int sample = -1;  ///< index of the run's time in `ms.samples`; -1: not kept
   GpuMismatch mismatch;
-  std::string where;        ///< "C[17][4000]"
+  std::string where;          ///< "C[17][4000]"
   std::string got, expected;  ///< the words as text
 };
 
@@ -221,10 +249,10 @@ struct Verification {
   bool checked = false;
   bool passed = false;
   std::string message;
-  std::string against;        ///< what the output was compared with
-  std::string rule;           ///< Check::describe()
-  int samples_total = 0;      ///< timed runs compared (refused ones included)
-  int samples_verified = 0;   ///< of those, the ones that matched
+  std::string against;       ///< what the output was compared with
+  std::string rule;          ///< Check::describe()
+  int samples_total = 0;     ///< timed runs compared (refused ones included)
+  int samples_verified = 0;  ///< of those, the ones that matched
   int warmup_total = 0, warmup_verified = 0;
   std::optional<Failure> first_failure;
 };
@@ -234,7 +262,7 @@ struct DeterminismResult {
   bool checked = false;
   bool required = false;
   bool identical = true;
-  int runs = 0;               ///< pairs whose candidate output was checked for determinism
+  int runs = 0;  ///< pairs whose candidate output was checked for determinism
   std::string method;
   std::string message;
   std::optional<Failure> first_failure;
@@ -242,7 +270,7 @@ struct DeterminismResult {
 
 /// What the activity records said about a side's timed calls (the CUPTI clock only).
 struct ActivityStats {
-  bool recorded = false;  ///< false: the events clock timed the runs
+  bool recorded = false;                           ///< false: the events clock timed the runs
   std::uint64_t records_min = 0, records_max = 0;  ///< device work records per timed call
   double records_median = 0;
   int empty_calls = 0;    ///< timed calls that caused no device work (time 0)
@@ -270,24 +298,40 @@ struct Refusal {
 
 /// The host-time cross-check's verdict on one measurement, and notes from the clocks.
 struct Review {
-  bool flagged = false;               ///< the events clock's host-time cross-check only
+  bool flagged = false;  ///< the events clock's host-time cross-check only
   std::vector<std::string> reasons;
-  std::vector<std::string> notes;     ///< information, never a flag (work escaped the events)
+  std::vector<std::string> notes;  ///< information, never a flag (work escaped the events)
   std::vector<Refusal> refused;
   std::string rule;
+};
+
+/// How a side's calls carried out by the runner were timed (RemoteCheck).
+struct RemoteStats {
+  bool remote = false;           ///< the side's calls ran in the runner
+  double empty_ms = 0;           ///< the median empty exchange: what the checker subtracts
+  SampleStats observed_ms;       ///< the checker's observations of the kept runs, less empty_ms
+  SampleStats runner_ms;         ///< the runner's activity spans of the same runs
+  bool runner_complete = false;  ///< every kept run had a span with no record lost
+  double gap_ms = 0;             ///< observed_ms's median - runner_ms's median
+  bool agreed = false;           ///< the spans were believed; false: the observations are the times
+  std::string rule;              ///< RemoteCheck::describe()
 };
 
 /// One side of a measurement.
 struct SideResult {
   std::string name;
-  std::string clock;    ///< "cupti" or "events": where `ms` came from
-  SampleStats ms;       ///< the clock's times of the kept runs (the scored figure)
-  SampleStats event_ms;  ///< event times of the same runs
-  SampleStats host_ms;  ///< host times of the same runs
+  /// Where `ms` came from: "cupti" or "events" (this process's clock), "runner" (the
+  /// runner's activity clock, checked against the checker's observation) or "observed" (the
+  /// checker's observation of each exchange, where the runner's clock was not believed).
+  std::string clock;
+  SampleStats ms;             ///< the clock's times of the kept runs (the scored figure)
+  SampleStats event_ms;       ///< event times of the same runs
+  SampleStats host_ms;        ///< host times of the same runs
   double host_margin_ms = 0;  ///< median of host - event time over every timed run
   Verification verification;
   LaunchStats launches;
   ActivityStats activity;
+  RemoteStats remote;
 };
 
 /// Result of timing two cases interleaved.
@@ -345,8 +389,8 @@ class L2Flusher {
 /// The physical floor of every time on this device, measured (copy) or computed (FP32)
 /// before any code under test runs; a time below what these allow is impossible.
 struct DeviceLimits {
-  double copy_gbytes_per_s = 0;  ///< best device-to-device copy, bytes read + written per s
-  double fp32_gflops = 0;        ///< SMs × FP32 lanes per SM × 2 (FMA) × max SM clock
+  double copy_gbytes_per_s = 0;          ///< best device-to-device copy, bytes read + written per s
+  double fp32_gflops = 0;                ///< SMs × FP32 lanes per SM × 2 (FMA) × max SM clock
   std::string copy_method, fp32_method;  ///< how each was obtained, one line each
 };
 
@@ -354,6 +398,27 @@ struct DeviceLimits {
 /// device, best of 5 after a warm-up, timed by the activity clock or, without it, by
 /// events) and computes the FP32 peak (fp32_lanes_per_sm()).
 DeviceLimits measure_limits(const DeviceInfo& device);
+
+/// When a measurement stops sampling (nvbench's relative-standard-error criterion): once at
+/// least `min_samples` are kept and the relative standard error of the mean of every series
+/// (each side's times, and a pair's per-pair ratio) is under `target_rse`; or, unconverged,
+/// at `max_samples` kept, after 2 x max_samples + a few runs made (most refused), or after
+/// `max_seconds`.
+class StoppingRule {
+ public:
+  explicit StoppingRule(const TimingOptions& options) : options_(options) {}
+  /// Starts the clock `max_seconds` counts from (after the warm-up).
+  void start();
+  /// True when the kept samples of every series are enough and stable.
+  bool converged(int kept, const std::vector<const std::vector<double>*>& series) const;
+  /// True when a cap says stop, before `runs` (kept or refused) are exceeded.
+  bool capped(int kept, int runs) const;
+  double seconds() const;
+
+ private:
+  const TimingOptions& options_;
+  std::chrono::steady_clock::time_point started_{};
+};
 
 /// Runs the protocol on the current device.
 class Harness {
@@ -375,9 +440,12 @@ class Harness {
  private:
   struct Run;
   struct Outcome;
-  Outcome measure(const Measurement& m, bool pair);
+  class Session;  // one measurement's state and steps (timing.cpp)
   Run run_timed(const TimedCase& c, const Sample& s, const char* nvtx);
   void run_untimed(const TimedCase& c, const Sample& s, const char* nvtx);
+  /// The launch with every call to the runner made empty (remote::CallLog): the checker's
+  /// observation of the exchanges alone, in ms; -1 when the launch called no runner.
+  double run_empty(const TimedCase& c, const Sample& s);
   std::uint64_t pair_key(const std::string& salt, bool warmup, int pair) const;
 
   TimingOptions options_;
