@@ -130,10 +130,10 @@ std::string run_label(bool warmup, int pair, bool is_pair) {
 
 std::string RemoteCheck::describe() const {
   std::ostringstream out;
-  out << "the runner's activity span is believed when the median of the checker's "
-         "observations, less the median empty exchange, exceeds the spans' median by at most "
-      << slack_ms << " ms + " << factor << " x that median; else the observations, less the "
-      << "cheapest empty exchange (and never less than the span), are the times";
+  out << "the runner's activity span is believed when the least (observation - span) over "
+         "the calls, less the cheapest empty exchange, is at most "
+      << slack_ms << " ms + " << factor << " x the spans' median; else the observations, less "
+      << "the cheapest empty exchange (and never less than the span), are the times";
   return out.str();
 }
 
@@ -288,6 +288,8 @@ class Harness::Session {
                               const std::string& rule) const;
   void summarize_sides();
   void summarize_determinism();
+  double runner_gap_ms() const;
+  bool runner_settled() const;
   void decide_runner_clock();
   void review_activity();
   void review_host_time();
@@ -561,7 +563,7 @@ Harness::Outcome Harness::Session::run() {
   if (pair_) series.push_back(&ratio_);
   for (int number = 0; go && !rule.capped(kept_, number); ++number) {
     go = one(false, number);
-    if (go && rule.converged(kept_, series)) {
+    if (go && rule.converged(kept_, series) && runner_settled()) {
       out_.converged = true;
       break;
     }
@@ -579,6 +581,41 @@ Harness::Outcome Harness::Session::run() {
   return std::move(out_);
 }
 
+// The least (observation - span) over the kept runs, less the cheapest empty exchange
+// (RemoteCheck): what the observations saw beyond the runner's spans.
+double Harness::Session::runner_gap_ms() const {
+  const SideSamples& side = samples_[cand_];
+  double beyond = 0, empty = 0;
+  bool first = true;
+  for (std::size_t i = 0; i < side.observed.size(); ++i) {
+    const double b = side.observed[i] - side.runner[i];
+    beyond = first ? b : std::min(beyond, b);
+    first = false;
+  }
+  first = true;
+  for (double e : empty_ms_) {
+    if (e < 0) continue;
+    empty = first ? e : std::min(empty, e);
+    first = false;
+  }
+  return beyond - empty;
+}
+
+// Whether sampling may stop as far as the runner's clock goes: it agrees with the checker's
+// observations, or enough runs were kept to say it does not. A busy host delays some
+// exchanges; more runs give the minima their chance, and a runner that keeps work from its
+// clock shows it in every run.
+bool Harness::Session::runner_settled() const {
+  if (!remote_) return true;
+  const SideSamples& side = samples_[cand_];
+  if (kept_ >= 8 * h_.options_.min_samples) return true;
+  if (std::find(side.runner_complete.begin(), side.runner_complete.end(), false) !=
+      side.runner_complete.end()) {
+    return true;  // not believed whatever more runs say
+  }
+  return h_.options_.remote_check.agrees(summarize(side.runner).median, runner_gap_ms());
+}
+
 // The candidate's calls ran in the runner: its spans are the times where they agree with the
 // checker's observations (RemoteCheck); else the observations are.
 void Harness::Session::decide_runner_clock() {
@@ -593,24 +630,24 @@ void Harness::Session::decide_runner_clock() {
     if (e >= 0) empties.push_back(e);
   }
   const SampleStats empty = summarize(empties);
-  r.empty_ms = empty.median;
-  // The agreement is judged on medians; the times that replace disbelieved spans subtract
-  // the cheapest empty exchange (never less than the span), so a runner gains nothing by
-  // making its clock unbelievable.
-  std::vector<double> calibrated, fallback;
+  r.empty_ms = empty.min;
+  // Minima: a busy host only ever delays an exchange, and the least delayed of each kind is
+  // the closest to what the exchange itself costs. A disbelieved span is replaced by the
+  // observation less the cheapest empty exchange, never less than the span: a runner gains
+  // nothing by making its clock unbelievable.
+  std::vector<double> calibrated;
   r.runner_complete = !side.observed.empty();
   for (std::size_t i = 0; i < side.observed.size(); ++i) {
-    calibrated.push_back(std::max(0.0, side.observed[i] - empty.median));
-    fallback.push_back(std::max(side.observed[i] - empty.min, side.runner[i]));
+    calibrated.push_back(std::max(side.observed[i] - empty.min, side.runner[i]));
     r.runner_complete = r.runner_complete && side.runner_complete[i];
   }
   r.observed_ms = summarize(calibrated);
   r.runner_ms = summarize(side.runner);
-  r.gap_ms = r.observed_ms.median - r.runner_ms.median;
+  r.gap_ms = runner_gap_ms();
   r.agreed = r.runner_complete && rc.agrees(r.runner_ms.median, r.gap_ms);
   out_.sides[cand_].clock = r.agreed ? "runner" : "observed";
   if (r.agreed) return;
-  const std::vector<double>& observed = fallback;
+  const std::vector<double>& observed = calibrated;
   side.times = observed;
   if (pair_) {
     for (std::size_t i = 0; i < ratio_.size() && i < observed.size(); ++i) {
@@ -623,8 +660,7 @@ void Harness::Session::decide_runner_clock() {
                              : "it did not time every call completely")
        << ": median " << r.runner_ms.median << " ms against " << r.observed_ms.median
        << " ms observed, less " << r.empty_ms
-       << " ms for an empty exchange): the observations, less the cheapest empty exchange, "
-          "are the times";
+       << " ms for the cheapest empty exchange): the observations are the times";
   out_.review.notes.push_back(note.str());
 }
 

@@ -155,15 +155,16 @@ struct EventCheck {
 };
 
 /// When the runner's clock is believed for a call the runner carried out (a bench run as
-/// checker and runner, cml/remote.hpp): the checker observes each exchange itself, request
-/// to answer, and subtracts the median empty exchange of the measurement (the same launch
-/// with the same buffers and the runner's clock running, nothing called, one before each
-/// pair); the runner's activity span is believed when that median observation exceeds the
-/// spans' median by at most slack_ms + factor x the spans' median (on an H100 honest calls
-/// came out between 0.17 ms under and 0.01 ms under). Else each observation less the cheapest
-/// empty exchange (and never less than its span) is the run's time, and the side says so
-/// (RemoteStats::agreed): a time that can only be longer, so a runner gains nothing by
-/// making its clock unbelievable.
+/// checker and runner, cml/remote.hpp): the checker observes each exchange itself (from its go
+/// to the answer) and, before every pair, an empty exchange (the same launch with the same
+/// buffers and the runner's clock running, nothing called). The runner's activity spans are
+/// believed when the least (observation - span) over the kept calls exceeds the cheapest empty
+/// exchange by at most slack_ms + factor x the spans' median: work kept from the runner's
+/// clock shows in every call, and a busy host only ever delays an exchange, so minima compare
+/// what the exchanges cost; while they disagree, sampling goes on (up to 8 x min_samples
+/// kept) before the verdict. Else each observation less the cheapest empty exchange (and never
+/// less than its span) is the run's time, and the side says so (RemoteStats::agreed): a time
+/// that can only be longer, so a runner gains nothing by making its clock unbelievable.
 struct RemoteCheck {
   double slack_ms = 0.05;
   double factor = 0.1;
@@ -308,11 +309,11 @@ struct Review {
 /// How a side's calls carried out by the runner were timed (RemoteCheck).
 struct RemoteStats {
   bool remote = false;           ///< the side's calls ran in the runner
-  double empty_ms = 0;           ///< the median empty exchange: what the checker subtracts
+  double empty_ms = 0;           ///< the cheapest empty exchange: what is subtracted
   SampleStats observed_ms;       ///< the checker's observations of the kept runs, less empty_ms
   SampleStats runner_ms;         ///< the runner's activity spans of the same runs
   bool runner_complete = false;  ///< every kept run had a span with no record lost
-  double gap_ms = 0;             ///< observed_ms's median - runner_ms's median
+  double gap_ms = 0;             ///< least (observation - span), less empty_ms
   bool agreed = false;           ///< the spans were believed; false: the observations are the times
   std::string rule;              ///< RemoteCheck::describe()
 };
