@@ -45,6 +45,15 @@ class PatternTest(unittest.TestCase):
         self.assertFalse(p.match("sqrt"))
         self.assertFalse(sc.Patterns([("exit", "")]).match("quick_exit"))  # whole names
 
+    def test_newer_glibcs_names_of_the_c_library_are_allowed(self):
+        # glibc 2.38 and later name strtol & co. __isoc23_* where g++ compiles (std::stoi
+        # calls them): a fair file must not be refused on such a machine.
+        for lab in ("02_coalescing", "04_tiled_matmul"):
+            refs = rules_for(lab).references
+            for name in ("strtol", "__isoc23_strtol", "__isoc23_strtoull"):
+                self.assertTrue(refs.match(name), f"{lab}: {name}")
+            self.assertFalse(refs.match("__isoc23_sscanf"))
+
     def test_path_globs(self):
         rx = glob_re("/inc/*.h", path=True)
         self.assertTrue(rx.match("/inc/stdio.h"))
