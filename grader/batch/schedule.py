@@ -126,16 +126,13 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
         return Outcome(sub.student, stamp.status, stamp.points, stamp.max_points, seconds,
                        *_lab_points(out_dir, sub.student))
 
-    def on_term(signum, _frame):
-        raise KeyboardInterrupt
-
     main = threading.current_thread() is threading.main_thread()
-    saved = signal.signal(signal.SIGTERM, on_term) if main else None
+    saved = _listen() if main else None
     try:
         with cf.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = [pool.submit(one, i) for i in todo]
             try:
-                for future in cf.as_completed(futures):
+                for future in _as_completed(futures):
                     outcome = future.result()
                     outcomes.append(outcome)
                     if report:
@@ -154,11 +151,49 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
                             pass
                 raise
     finally:
-        if main:
-            signal.signal(signal.SIGTERM, saved)
+        if saved is not None:
+            _restore(saved)
     if not keep_work:
         shutil.rmtree(root, ignore_errors=True)
     return outcomes
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _on_stop(signum, _frame):
+    raise KeyboardInterrupt
+
+
+def _listen() -> tuple[dict, set]:
+    """Makes SIGINT and SIGTERM interrupt the batch (KeyboardInterrupt in the main thread),
+    before any worker thread or task starts: whatever the batch inherited (SIGINT ignored,
+    as a shell leaves a background job, or either signal blocked by the process that started
+    it) a batch that was told to stop stops. Returns what _restore puts back."""
+    handlers = {s: signal.signal(s, _on_stop) for s in STOP_SIGNALS}
+    return handlers, signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+def _restore(saved: tuple[dict, set]) -> None:
+    handlers, mask = saved
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    for s, handler in handlers.items():
+        signal.signal(s, handler)
+
+
+# How long the main thread waits for a task at a time. The kernel may hand a signal sent to
+# the batch to any of its threads; Python runs the handler in the main thread, which notices
+# only when it wakes: waiting in slices keeps an interrupt from waiting for the next grade.
+WAIT_SLICE_S = 0.2
+
+
+def _as_completed(futures: list[cf.Future]):
+    """cf.as_completed, waking every WAIT_SLICE_S so that a pending interrupt is raised."""
+    pending = set(futures)
+    while pending:
+        done, pending = cf.wait(pending, timeout=WAIT_SLICE_S,
+                                return_when=cf.FIRST_COMPLETED)
+        yield from (f for f in futures if f in done)
 
 
 def _stop(proc: subprocess.Popen) -> None:
