@@ -45,7 +45,10 @@ CHECK_TIME = ("about 1½ minutes on a 2-core machine (measured: `python3 -m grad
 GPU_PATH_TEXT = {
     "slurm": "the course's Slurm cluster (`python3 -m grader check NN --slurm`)",
     "pr-runners": "pull requests graded by the course's repository on its GPU runners",
-    "none": "neither yet: ask your course staff which one to use",
+    "none": ("neither: the course has set up no GPU path, so the first two ways below are "
+             "not open to you, and only the last two can give you a score before the course "
+             "grades the GPU parts (a host score, where the course uses them); ask your "
+             "course staff how the GPU parts will be graded"),
 }
 _CASE = re.compile(r'\b(?:TEST_CASE|SCENARIO)\(\s*"((?:[^"\\]|\\.)*)"\s*,\s*"([^"]*)"', re.S)
 
@@ -191,7 +194,11 @@ def workflow_notes(gpu_path: str) -> list[str]:
                      "on its login node); no workflow of the copy touches a GPU")
     else:
         notes.append("GPU path: none set (grader/course.toml [feedback] gpu_path = \"none\"): "
-                     "students get no GPU feedback from the copy")
+                     "students get no GPU feedback before the course grades; the copy's README "
+                     "tells them the cluster and pull-request ways are not open to them and "
+                     "that only a host score (Gradescope, PrairieLearn, GitHub Classroom) can "
+                     "come first; set gpu_path to \"slurm\" or \"pr-runners\" and release "
+                     "again to give them GPU feedback")
     return notes
 
 

@@ -54,6 +54,18 @@ class ReadmeGpuPathTest(unittest.TestCase):
         self.assertIn(student_copy.GPU_PATH_TEXT["none"], self.render(None))
         self.assertEqual(set(student_copy.GPU_PATH_TEXT), set(course_file.GPU_PATHS))
 
+    def test_without_a_gpu_path_the_readme_says_which_ways_apply(self):
+        # Issue 36, item 7: not "set up for neither yet" and then four ways, none said to apply.
+        readme = " ".join(self.render('[feedback]\ngpu_path = "none"\n').split())
+        self.assertNotIn("neither yet", readme)
+        said = readme[readme.index("this copy is set up for"):]
+        ways = re.findall(r"^- \*\*(.+?)\*\*", self.render(None), re.M)
+        self.assertEqual(len(ways), 4, ways)  # the template's order: cluster, PRs, then two
+        self.assertIn("the first two ways below are not open to you", said)
+        self.assertIn("only the last two can give you a score", said)
+        self.assertTrue(ways[0].startswith("The course's Slurm cluster"), ways)
+        self.assertTrue(ways[1].startswith("Pull requests graded"), ways)
+
     def test_the_limits_of_a_student_file_are_said(self):
         # Issue 36, item 12: the size limit a refusal names is in the student's README.
         from grader.workspace import MAX_STUDENT_FILE
@@ -200,6 +212,10 @@ class OverlayUnitTest(unittest.TestCase):
         self.assertIn("grade-student-prs.yml", " ".join(student_copy.workflow_notes(
             "pr-runners")))
         self.assertIn("--slurm", " ".join(student_copy.workflow_notes("slurm")))
+        none = " ".join(student_copy.workflow_notes("none"))  # issue 36, item 7
+        self.assertIn("no GPU feedback before the course grades", none)
+        self.assertIn("not open to them", none)
+        self.assertIn("release again", none)
 
     def test_student_presets_keep_the_rest(self):
         course = {"version": 6, "testPresets": [
