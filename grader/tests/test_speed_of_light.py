@@ -6,8 +6,10 @@ print from it. A figure beside the score: it never changes a part's points."""
 from __future__ import annotations
 
 import json
+import os
 import unittest
 import xml.etree.ElementTree as ET
+from unittest import mock
 
 from grader.measure import floor, samples
 from grader.measure.benchdoc import Limits, Work
@@ -206,6 +208,13 @@ def without_timing() -> list[PartResult]:
 
 
 class PrintedTest(unittest.TestCase):
+    # A terminal wide enough for the line on one row of its own (wrapping to the terminal's
+    # width is test_exports.TerminalTableTest's).
+    def setUp(self):
+        wide = mock.patch.dict(os.environ, {"COLUMNS": "240"})
+        wide.start()
+        self.addCleanup(wide.stop)
+
     def test_the_table_prints_the_line_under_the_lab_even_at_full_points(self):
         text = terminal_table(result(lab(full_speed())), color=False)
         lines = text.splitlines()
