@@ -1,7 +1,7 @@
 // The runner: the process that holds the student's object when the grader runs a lab's tests
-// or its bench (cml/remote.hpp). It reads one call at a time from the socket the checker holds the other end
-// of, makes it, waits for the GPU, and answers; it ends when the checker closes the socket.
-// It decides nothing: the checker judges every answer.
+// or its bench (cml/remote.hpp). It reads one call at a time from the socket the checker holds
+// the other end of, makes it, waits for the GPU, and answers; it ends when the checker closes
+// the socket. It decides nothing: the checker judges every answer.
 #include <cuda_runtime.h>
 
 #include <chrono>
