@@ -16,6 +16,7 @@ import datetime as _dt
 import random
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -43,6 +44,20 @@ class Interrupted(Exception):
 def new_seed() -> int:
     """A fresh input seed (printed with every result, so a run can be repeated)."""
     return random.randrange(1, 2**31)
+
+
+class Progress:
+    """One line per step on stderr, with the time since the start (the commands' and a
+    cluster job's progress)."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.start = time.monotonic()
+        self.quiet = quiet
+
+    def __call__(self, text: str) -> None:
+        if not self.quiet:
+            print(f"[{time.monotonic() - self.start:6.1f} s] {text}", file=sys.stderr,
+                  flush=True)
 
 
 @dataclass

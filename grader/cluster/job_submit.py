@@ -355,7 +355,7 @@ def run_job(command: str, args: argparse.Namespace, root: Path = ROOT,
               f"{(proc.stderr or proc.stdout).strip()}", file=sys.stderr)
         return 1
     job_id = proc.stdout.strip().split(";")[0]
-    from ..commands._common import Progress
+    from ..pipeline import Progress
     say = Progress(not progress_on)
     say(f"slurm job {job_id} submitted ({job_dir.relative_to(root)})")
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}

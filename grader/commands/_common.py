@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from ..atomic import write_atomic
 from ..exports import FORMATS, terminal_table
 from ..gpu import GpuSection, no_lock
 from ..paths import LabPaths, discover_labs, find_lab
-from ..pipeline import Interrupted, interrupt_handler
+from ..pipeline import Interrupted, Progress, interrupt_handler
 from ..result import GradeResult
 
 DEFAULT_FORMATS = "gradescope,prairielearn,junit,markdown"
@@ -102,19 +101,6 @@ def add_format_flag(p: argparse.ArgumentParser, help_text: str) -> None:
 
 
 # ------------------------------------------------------------------------ running the pipeline
-
-class Progress:
-    """One line per step on stderr, with the time since the start."""
-
-    def __init__(self, quiet: bool = False) -> None:
-        self.start = time.monotonic()
-        self.quiet = quiet
-
-    def __call__(self, text: str) -> None:
-        if not self.quiet:
-            print(f"[{time.monotonic() - self.start:6.1f} s] {text}", file=sys.stderr,
-                  flush=True)
-
 
 class Interrupts:
     """SIGINT/SIGTERM raise Interrupted (children killed first) while grading."""
