@@ -636,17 +636,6 @@ def stretch_part(stretch: "Stretch", runs: "BenchRuns", full_groups: set[str],
     return part
 
 
-__all__ = ["GRADED", "NOT_GRADED", "NOT_MEASURED", "REVIEW", "SpeedScore", "PointsScore",
-           "group_points", "speed_points", "sanitizer_points", "metric_points", "lab_totals",
-           "grade_totals", "leave_out_unmeasured", "not_graded_reason", "missing_groups",
-           "Correctness", "correctness", "memory_safety_gate", "memory_safety_part",
-           "performance_part", "metric_part", "rubric_parts", "finish_unfinished",
-           "altered_part", "below_floor_part", "speed_of_light",
-           "not_graded_parts",
-           "fraction_points", "stretch_part", "as_bonus", "bonus_offers", "stretch_name"]
-
-
-
 def fraction_points(fraction: float, target: float, floor: float, points: float,
                     review_fraction: float = 1.5) -> SpeedScore:
     """Speed points from a fraction of a yardstick timed in the same run (lab 04's bonus:
@@ -675,3 +664,13 @@ def fraction_points(fraction: float, target: float, floor: float, points: float,
     earned = _round(points * (fraction - floor) / (target - floor))
     return SpeedScore(earned, GRADED, f"{earned:g} of {points:g} points: {shown}; points "
                       f"rise linearly from {floor:g} to full at {target:g}.", ratio)
+
+
+__all__ = ["GRADED", "NOT_GRADED", "NOT_MEASURED", "REVIEW", "SpeedScore", "PointsScore",
+           "group_points", "speed_points", "sanitizer_points", "metric_points", "lab_totals",
+           "grade_totals", "leave_out_unmeasured", "not_graded_reason", "missing_groups",
+           "Correctness", "correctness", "memory_safety_gate", "memory_safety_part",
+           "performance_part", "metric_part", "rubric_parts", "finish_unfinished",
+           "altered_part", "below_floor_part", "speed_of_light",
+           "not_graded_parts",
+           "fraction_points", "stretch_part", "as_bonus", "bonus_offers", "stretch_name"]

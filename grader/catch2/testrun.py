@@ -38,6 +38,11 @@ class Case:
     def hidden(self) -> bool:
         return "hidden" in self.tags
 
+    def runs_in(self, kind: str) -> bool:
+        """Whether the test executable of `kind` (tests_student, hidden_student) runs it:
+        the hidden binary runs the hidden cases, the public one the others."""
+        return self.hidden == (kind == "hidden_student")
+
     def matches(self, spec: str) -> bool:
         return spec_matches(spec, self.name, self.tags)
 

@@ -42,7 +42,7 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
     if ms:
         job.say(f"{folder}: compute-sanitizer")
         kinds = [(k, ms.tests) for k in TEST_KINDS
-                 if any(c.matches(ms.tests) and c.hidden == (k == "hidden_student")
+                 if any(c.matches(ms.tests) and c.runs_in(k)
                         for c in tested.canonical)]
         gate = scoring.memory_safety_gate(tested.canonical, tested.runs, ms.tests)
         runs = None
@@ -79,7 +79,7 @@ def _stretch(job: LabJob, ctx: Context, tested: TestRuns, full_groups: set[str],
                                                                      full_groups):
         spec = stretch.sanitizer_tests
         kinds = [(k, spec) for k in TEST_KINDS
-                 if any(c.matches(spec) and c.hidden == (k == "hidden_student")
+                 if any(c.matches(spec) and c.runs_in(k)
                         for c in tested.canonical)]
         job.say(f"{job.lab.folder}: compute-sanitizer ({spec})")
         with _section(job, "sanitizer", ctx):

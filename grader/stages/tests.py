@@ -114,8 +114,7 @@ def run(job: LabJob, place: RunPlace, canonical: list[Case]) -> TestRuns:
                 binary = place.test_binary(kind)
                 if binary is None:
                     continue
-                expected = [c for c in canonical if c.matches(spec)
-                            and (c.hidden == (kind == "hidden_student"))]
+                expected = [c for c in canonical if c.matches(spec) and c.runs_in(kind)]
                 if not expected:
                     continue
                 runner = Runner(place.run_dir, trees.run_env, trees.identity, job.seed,

@@ -94,6 +94,13 @@ def fixture(name: str) -> str:
 
 
 class ListingTest(unittest.TestCase):
+    def test_each_case_runs_in_one_test_executable(self):
+        public, hidden = Case("a", ("host",)), Case("b", ("gpu", "hidden"))
+        self.assertEqual([public.runs_in(k) for k in ("tests_student", "hidden_student")],
+                         [True, False])
+        self.assertEqual([hidden.runs_in(k) for k in ("tests_student", "hidden_student")],
+                         [False, True])
+
     def test_catch2_v2_listing_takes_the_raw_names(self):
         cases = parse_listing(V2_LISTING)
         self.assertEqual(len(cases), 7)
