@@ -103,6 +103,19 @@ def full_lab() -> LabResult:
     return lab
 
 
+def mixed_tiled_group(host_cases: int, host_points: float, gpu_cases: int) -> PartResult:
+    """Lab 04's 25-point tiled group graded without a GPU: its host cases all pass, its GPU
+    cases wait for a GPU."""
+    gpu_points = round(25.0 - host_points, 2)
+    return PartResult(
+        "correctness", "Tiled kernel, compile-time tile", NOT_GRADED, host_points, 25.0,
+        f"Host cases: {host_cases} of {host_cases} pass ({host_points:g} of {host_points:g} "
+        f"points, graded here). Not graded: no CUDA device, so its {gpu_cases} GPU case(s) "
+        f"({gpu_points:g} points) were not run.",
+        {"host_passed": host_cases, "host_total": host_cases, "host_points": host_points,
+         "host_max": host_points, "gpu_max": gpu_points})
+
+
 def no_gpu_lab() -> LabResult:
     """Lab 04 without a CUDA device: host groups graded, GPU parts not graded."""
     tests = [
@@ -271,12 +284,7 @@ class GradescopeTest(unittest.TestCase):
         # scoring's rule: its host cases earn their share, its GPU cases wait for a GPU; the
         # gradebook's score must be result.json's, and only the GPU share pending
         lab = no_gpu_lab()
-        lab.parts[4] = PartResult(
-            "correctness", "Tiled kernel, compile-time tile", NOT_GRADED, 10.0, 25.0,
-            "Host cases: 2 of 2 pass (10 of 10 points, graded here). Not graded: no CUDA "
-            "device, so its 3 GPU case(s) (15 points) were not run.",
-            {"host_passed": 2, "host_total": 2, "host_points": 10.0, "host_max": 10.0,
-             "gpu_max": 15.0})
+        lab.parts[4] = mixed_tiled_group(2, 10.0, 3)
         lab_totals(lab)
         result = grade(lab, device=None)
         self.assertEqual(result.points, 25.0)
@@ -571,12 +579,7 @@ class TerminalTableTest(unittest.TestCase):
         # Issue 36, item 9: a bonus part is not "(0)"; the points that need a GPU are one
         # figure, rounded alike, on the lab's row and on the line that lists the parts.
         lab = no_gpu_lab()
-        lab.parts[4] = PartResult(
-            "correctness", "Tiled kernel, compile-time tile", NOT_GRADED, 9.72, 25.0,
-            "Host cases: 7 of 7 pass (9.72 of 9.72 points, graded here). Not graded: no CUDA "
-            "device, so its 11 GPU case(s) (15.28 points) were not run.",
-            {"host_passed": 7, "host_total": 7, "host_points": 9.72, "host_max": 9.72,
-             "gpu_max": 15.28})
+        lab.parts[4] = mixed_tiled_group(7, 9.72, 11)
         lab.parts.append(PartResult("correctness", "Bonus: register-tiled kernel", NOT_GRADED,
                                     0.0, 0.0, NO_GPU, {"bonus": 4.0}))
         lab.parts.append(PartResult("performance", "Bonus speed", NOT_GRADED, 0.0, 0.0, NO_GPU,
