@@ -113,15 +113,16 @@ def speed_of_light(lab: LabResult) -> SpeedOfLight | None:
     return next((sol for sol in map(part_speed_of_light, lab.parts) if sol is not None), None)
 
 
-def lab_reason(lab: LabResult) -> str:
-    """One sentence for a lab row: the first reason among the parts that lost points."""
+def lab_reason(lab: LabResult, limit: int = 160) -> str:
+    """One sentence for a lab row: the first reason among the parts that lost points (cut to
+    `limit` characters; 0: whole)."""
     reasons = [part_reason(p) for p in lab.parts
                if part_outcome(p) != PASS and part_reason(p)]
     if not reasons and lab.points < lab.max_points - EPS:
         reasons = ["No part of this lab was graded."]
     if not reasons:
         return ""
-    first = one_line(reasons[0], 160)
+    first = one_line(reasons[0], limit)
     return first + (f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else "")
 
 

@@ -1,5 +1,9 @@
-"""The terminal table: one row per lab with fixed columns and a unit on every number,
-the reason beside every part that lost points, colour only on a terminal without NO_COLOR."""
+"""The terminal table: one row per lab with aligned columns and a unit on every number,
+the reason beside every part that lost points, colour only on a terminal without NO_COLOR.
+
+It fits the terminal's width (common.terminal_width): the columns where they fit, else each
+lab stacked (its title and points on a line, its other cells on the lines below); text is
+wrapped between words, never cut."""
 
 from __future__ import annotations
 
@@ -12,8 +16,11 @@ from .common import (EPS, one_line, FAIL, FLAG, PASS, SKIP, fmt_points, gpu_shar
                      part_speed_of_light, submission_name, terminal_width, test_counts,
                      timing_summary, waiting_label, wrap)
 
+# (header, usual width, alignment): the usual widths where the terminal has room for them
 COLUMNS = (("Lab", 34, "<"), ("Tests", 32, ">"), ("Time", 11, ">"), ("Speedup", 9, ">"),
            ("vs ref", 10, ">"), ("Points", 14, ">"))
+GAP = "  "  # between two columns
+INDENT = "    "  # a stacked lab's cells below its title
 GREEN, YELLOW, RED, CYAN, BOLD, DIM, RESET = ("\033[32m", "\033[33m", "\033[31m", "\033[36m",
                                               "\033[1m", "\033[2m", "\033[0m")
 DASH = "-"
@@ -29,10 +36,6 @@ def use_color(color: bool | None) -> bool:
     return sys.stdout.isatty() or os.environ.get("CLICOLOR_FORCE", "0") not in ("", "0")
 
 
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
-
-
 def needs_gpu(part) -> bool:
     """A part left ungraded only because there is no CUDA device here."""
     return part.status == "not_graded" and "no cuda device" in (part.reason or "").lower()
@@ -43,10 +46,11 @@ def reported_only(part) -> bool:
     return part.kind == "metric" and part.max_points <= EPS
 
 
-def reported_value(part) -> str:
-    """What a reported-only metric measured, in one line."""
+def reported_value(part, limit: int = 200) -> str:
+    """What a reported-only metric measured, in one line (cut to `limit` characters; 0:
+    whole)."""
     if part.reason:
-        return one_line(part.reason, 200)
+        return one_line(part.reason, limit)
     value = part.details.get("value") if isinstance(part.details, dict) else None
     return f"Measured {value:.4g} (reported, not scored)." if isinstance(
         value, (int, float)) else "Reported, not scored."
@@ -82,7 +86,7 @@ def _lab_cells(lab: LabResult, no_gpu: bool = False) -> list[str]:
     t = timing_summary(lab)
     tests = tests_phrase(lab, no_gpu) or DASH
     return [
-        _fit(f"{lab.lab[:2]} {lab.title}", COLUMNS[0][1]),
+        f"{lab.lab[:2]} {lab.title}",
         tests,
         f"{t['ms']:.3g} ms" if t["ms"] is not None else DASH,
         f"{t['speedup']:.2f}x" if t["speedup"] is not None else
@@ -92,11 +96,42 @@ def _lab_cells(lab: LabResult, no_gpu: bool = False) -> list[str]:
     ]
 
 
-def _row(cells: list[str]) -> str:
-    out = []
-    for (name, width, align), cell in zip(COLUMNS, cells):
-        out.append(f"{cell:{align}{width}}")
-    return "  ".join(out)
+def _widths(rows: list[list[str]], columns: int) -> list[int] | None:
+    """The columns' widths for `rows` (the header, the labs', the total) on a terminal of
+    `columns`: the usual ones (COLUMNS) widened to the widest cell where they fit, else each
+    column's widest cell, else None: too narrow for columns (the stacked layout)."""
+    widest = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    for widths in ([max(w, usual) for w, (_, usual, _) in zip(widest, COLUMNS)], widest):
+        if sum(widths) + len(GAP) * (len(widths) - 1) <= columns:
+            return widths
+    return None
+
+
+def _row(cells: list[str], widths: list[int]) -> str:
+    return GAP.join(f"{cell:{align}{width}}"
+                    for (_, _, align), width, cell in zip(COLUMNS, widths, cells))
+
+
+def _stacked(left: str, right: str, columns: int) -> list[str]:
+    """A stacked lab's first line: `left` (its title), then `right` (its points) at the
+    terminal's right edge; a title too long for the line goes on in lines of its own."""
+    room = max(columns - len(right) - len(GAP), 1)
+    lines = wrap(left, "", INDENT, room) if len(left) > room else [left]
+    return [f"{lines[0]:<{room}}{GAP}{right}"] + lines[1:]
+
+
+def _cells_below(cells: list[str], columns: int) -> list[str]:
+    """A stacked lab's other cells, named ("Tests: 3 passed   Time: 7.41 ms"), as
+    many on a line as fit; a cell longer than a line is wrapped between its words."""
+    fields = [f"{name}: {cell}" for (name, _, _), cell in zip(COLUMNS[1:-1], cells[1:-1])
+              if cell not in ("", DASH)]
+    lines: list[str] = []
+    for field in fields:
+        if lines and len(lines[-1]) + 3 + len(field) <= columns:
+            lines[-1] += "   " + field
+        else:
+            lines += wrap(field, INDENT, INDENT + "  ", columns)
+    return lines
 
 
 def _paint(text: str, code: str, on: bool) -> str:
@@ -139,28 +174,40 @@ def terminal_table(result: GradeResult, color: bool | None = None,
     where = (result.device or {}).get("name") if result.device else None
     head = f"Grade for {submission_name(result)} (seed {result.seed}"
     head += f", {where})" if where else ", no CUDA device: GPU parts not graded)"
-    lines.append(_paint(head, BOLD, on))
-    header = _row([c[0] for c in COLUMNS])
-    lines.append(_paint(header, BOLD, on))
-    lines.append("-" * len(header))
+    lines += [_paint(line, BOLD, on) for line in wrap(head, "", INDENT, columns)]
     no_gpu = not result.device
-    for lab in result.labs:
-        cells = _lab_cells(lab, no_gpu)
-        row = _row(cells)
+    header = [c[0] for c in COLUMNS]
+    total = f"{fmt_points(result.points)}/{fmt_points(result.max_points)} pts"
+    total_cells = ["Total", "", "", "", "", total]
+    every = [_lab_cells(lab, no_gpu) for lab in result.labs]
+    widths = _widths([header, total_cells, *every], columns)
+
+    def first_lines(cells: list[str]) -> list[str]:
+        """A row of the columns, or a stacked lab's lines: its points end the first line
+        either way."""
+        if widths is None:
+            return _stacked(cells[0], cells[-1], columns) + _cells_below(cells, columns)
+        return [_row(cells, widths)]
+
+    top = first_lines(header)[0]
+    rule = "-" * (columns if widths is None else len(top))
+    lines += [_paint(top, BOLD, on), rule]
+    for lab, cells in zip(result.labs, every):
+        row, *below = first_lines(cells)
         all_skipped = lab.parts and all(part_outcome(p) == SKIP for p in lab.parts
                                         if p.max_points > 0)
         code = _points_color(lab.points, lab.max_points, SKIP if all_skipped else None)
-        cut = len(row) - COLUMNS[-1][1]
+        cut = len(row) - len(cells[-1])
         line = row[:cut] + _paint(row[cut:], code, on)
         listed = [p for p in lab.parts if part_outcome(p) != PASS and not needs_gpu(p)
                   and not reported_only(p)]
         summary = gradable_phrase(lab)
         if not summary and not listed and lab.points < lab.max_points - EPS:
-            summary = lab_reason(lab)  # nothing below says why
-        if summary and len(row) + 2 + len(summary) <= columns:
+            summary = lab_reason(lab, limit=0)  # nothing below says why
+        if summary and not below and len(row) + 2 + len(summary) <= columns:
             line += "  " + _paint(summary, DIM, on)
             summary = ""
-        lines.append(line)
+        lines += [line, *below]
         if summary:  # too long beside the row: under it
             lines += _block("", summary, "", on, columns, DIM)
         waiting = [p for p in lab.parts if needs_gpu(p) and not reported_only(p)]
@@ -171,7 +218,8 @@ def terminal_table(result: GradeResult, color: bool | None = None,
             lines += _block(pts, f"need a GPU: {names}", CYAN, on, columns)
         for p in lab.parts:
             if reported_only(p) and p.status not in ("not_graded", "not_measured"):
-                lines += _block("reported", f"{p.name}: {reported_value(p)}", "", on, columns)
+                lines += _block("reported", f"{p.name}: {reported_value(p, 0)}", "", on,
+                                columns)
             if p in listed:
                 outcome = part_outcome(p)
                 reason = one_line(part_reason(p))
@@ -184,10 +232,8 @@ def terminal_table(result: GradeResult, color: bool | None = None,
             sol = part_speed_of_light(p)
             if sol is not None:  # a fraction shown under the speed part, worth no points
                 lines += _block("", sol.text(), "", on, columns)
-    lines.append("-" * len(header))
-    total = f"{fmt_points(result.points)}/{fmt_points(result.max_points)} pts"
-    total_row = _row(["Total", "", "", "", "", total])
-    lines.append(_paint(total_row, BOLD, on))
+    lines.append(rule)
+    lines += [_paint(line, BOLD, on) for line in first_lines(total_cells)]
     for err in grader_problems(result):
         lines += [_paint(ln, RED, on) for ln in wrap(f"grader problem: {err}", "", "    ",
                                                       columns)]
