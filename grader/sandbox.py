@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import seccomp
+from . import confine, seccomp
 
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
 UNPRIVILEGED_USERS = ("nobody", "nfsnobody")
@@ -161,6 +161,9 @@ class Isolation:
     # whether jailed programs run under the system-call filter (grader/seccomp.py), and why not
     seccomp: bool = False
     seccomp_why: str = ""
+    # the kernel's Landlock ABI (0: none): what walls a tool's log off from the program it
+    # watches beyond closing its descriptors (grader/confine.py)
+    landlock: int = 0
 
     def as_dict(self) -> dict:
         d = {"tool": self.tool, "jailed": self.jailed}
@@ -170,6 +173,7 @@ class Isolation:
             d["seccomp"] = self.seccomp
             if self.seccomp_why:
                 d["seccomp_why"] = self.seccomp_why
+            d["tool_logs"] = confine.what_it_walls(self.landlock)
         return d
 
 
@@ -201,7 +205,8 @@ def isolation() -> Isolation:
         return Isolation(version, False, f"bubblewrap cannot make a jail here ({why}); "
                          "unprivileged user namespaces may be turned off")
     filters = seccomp.filters()
-    return Isolation(version, True, seccomp=filters.available, seccomp_why=filters.why)
+    return Isolation(version, True, seccomp=filters.available, seccomp_why=filters.why,
+                     landlock=confine.landlock_abi())
 
 
 def _gpu_nodes() -> list[str]:
@@ -358,6 +363,27 @@ def kill_group(pgid: int) -> None:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+class Stopping(Exception):
+    """A process was to start after stop_starting(): the grade is being interrupted."""
+
+
+_stop = threading.Event()
+
+
+def stop_starting(on: bool = True) -> None:
+    """From now on (until called with False) run() starts nothing and raises Stopping: the
+    interrupted grade's other threads end at their next process."""
+    if on:
+        _stop.set()
+    else:
+        _stop.clear()
+
+
+def stopping() -> bool:
+    """Whether stop_starting() is in force."""
+    return _stop.is_set()
 
 
 def kill_all() -> None:
@@ -521,6 +547,8 @@ def run(cmd: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
     jailed process (grader/seccomp.py: PROGRAM or TOOL; None: no filter, as for a build).
     `extra_fds`: other descriptors the process inherits (a runner's socket). `done`: once
     set, the process is stopped after a short grace (the checker it served has ended)."""
+    if _stop.is_set():
+        raise Stopping(f"not started, the grade is being interrupted: {cmd[0]}")
     start = time.monotonic()
     own = _own_folder(cwd, identity) if fresh else None
     if own is not None:

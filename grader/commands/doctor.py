@@ -10,7 +10,7 @@ import shutil
 from typing import Any, Mapping
 
 from ..course import course_file
-from .. import device_limits, sandbox
+from .. import confine, device_limits, sandbox
 from ..paths import ROOT
 from ..tools import find_catch2, probe_toolchain, query_gpus
 
@@ -108,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
                   "processes, network sockets or ptrace")
         else:
             print(f"  --    no system-call filter: {isolation.seccomp_why}")
+        mark = "ok" if isolation.landlock >= 6 else "--"
+        print(f"  {mark:<5} tools' logs: {confine.what_it_walls(isolation.landlock)}")
     else:
         print(f"  --    no jail: {isolation.why}")
         print("        costs: grading still works, with a scrubbed environment, limits and "

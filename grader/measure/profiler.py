@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import sandbox, seccomp
+from .. import confine, sandbox, seccomp
 from ..rubric import Metric
 from ..tools import find_tool
 from . import REFUSED_RE, Context
@@ -294,7 +294,8 @@ def metric_names(metric: Metric) -> list[str]:
 
 
 def ncu_command(ncu: str, metric: Metric, binary: Path, seed: int, log: Path,
-                call: str | None = None, names: list[str] | None = None) -> list[str]:
+                call: str | None = None, names: list[str] | None = None,
+                log_fds: tuple[int, ...] = ()) -> list[str]:
     """The profiling run of one [[metrics]] entry, its raw page written to `log` as CSV;
     `names`: every metric to collect in this run (default: the entry's own).
 
@@ -312,8 +313,11 @@ def ncu_command(ncu: str, metric: Metric, binary: Path, seed: int, log: Path,
         args = [*metric.args, "--seed", str(seed)]
     else:
         args = [*metric.args, "--rng-seed", str(seed)]
+    program = [str(binary), *args]
+    if log_fds:  # the program starts walled off from the log's descriptors (grader/confine.py)
+        program = confine.command(program, log_fds)
     return cmd + ["--metrics", ",".join(dict.fromkeys(names)), "--csv", "--page", "raw",
-                  "--print-units", "base", "--log-file", str(log), str(binary), *args]
+                  "--print-units", "base", "--log-file", str(log), *program]
 
 
 class _NotMeasured(Exception):
@@ -513,7 +517,8 @@ def _profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: str,
     it or ""). Raises _NotMeasured when the machine could not measure."""
     # ncu's log comes through a pipe the grader holds, in a folder of the run's own.
     with sandbox.Channel() as log:
-        cmd = ncu_command(ncu, metric, binary, ctx.seed, Path(log.path), call, names)
+        cmd = ncu_command(ncu, metric, binary, ctx.seed, Path(log.path), call, names,
+                          (log.write_fd,))
         details["commands"].append(" ".join(cmd))
         out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3),
                           env=ctx.env, identity=ctx.identity, jail=ctx.jail, fresh=True,

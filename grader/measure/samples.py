@@ -114,7 +114,8 @@ def _comparison(comp: PairTiming, problems: list[str]) -> PairTiming:
         problems.append(f"{where} speedup has {count} samples for {len(ratios)} pairs")
     else:
         bad = [i for i, (c, r) in enumerate(zip(claimed, ratios))
-               if not (isinstance(c, (int, float)) and not isinstance(c, bool) and _agree(float(c), r))]
+               if not (isinstance(c, (int, float)) and not isinstance(c, bool)
+                       and _agree(float(c), r))]
         if bad:
             problems.append(f"{where} speedup sample {bad[0]} is {claimed[bad[0]]!r}, the "
                             f"pair's times give {ratios[bad[0]]:.9g}")

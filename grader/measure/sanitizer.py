@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import parallel, sandbox, seccomp
+from .. import confine, parallel, sandbox, seccomp
 from ..linking import tests_kind
 from ..rubric import MemorySafety
 from ..tools import find_tool
@@ -230,9 +230,18 @@ class _SanitizerRun:
     def tests_args(self, report: str, seed: int) -> list[str]:
         return [self.spec, "-r", "xml", "-o", report, "--rng-seed", str(seed)]
 
-    def command(self, log: str, report: str, seed: int) -> list[str]:
-        """Its command line, the tool's log written to `log`, the tests' report to `report`."""
-        return [*self.tool_command(log), str(self.binary), *self.tests_args(report, seed)]
+    def command(self, log: sandbox.Channel, report: str, seed: int) -> list[str]:
+        """Its command line, the tool's log written to `log`, the tests' report to `report`;
+        the binary starts walled off from the log (grader/confine.py)."""
+        return [*self.tool_command(log.path),
+                *confine.command([str(self.binary), *self.tests_args(report, seed)],
+                                 (log.write_fd,))]
+
+    def runner_command(self, log: sandbox.Channel) -> list[str]:
+        """The tool on the runner, walled off from the log the same way."""
+        assert self.remote is not None
+        return [*self.tool_command(log.path),
+                *confine.command([str(self.remote)], (log.write_fd,))]
 
 
 def _sanitizer_run(sanitizer: str, tool: str, kind: str, spec: str, binary: Path,
@@ -250,7 +259,7 @@ def _run_sanitizer(one: _SanitizerRun, ctx: Context) -> tuple[sandbox.Outcome, s
         if one.remote is not None:
             # The tool watches the runner alone; the checker (the tests) runs outside the jail.
             pair = sandbox.run_pair([str(one.binary), *one.tests_args(report.path, ctx.seed)],
-                                    [*one.tool_command(log.path), str(one.remote)],
+                                    one.runner_command(log),
                                     cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3),
                                     env=ctx.env, identity=ctx.identity, jail=ctx.jail,
                                     channels=[report], runner_channels=[log],
@@ -260,7 +269,7 @@ def _run_sanitizer(one: _SanitizerRun, ctx: Context) -> tuple[sandbox.Outcome, s
                 out = sandbox.Outcome(out.cmd, None, True, pair.checker.seconds,
                                       out.output_tail)
         else:
-            out = sandbox.run(one.command(log.path, report.path, ctx.seed), cwd=ctx.run_dir,
+            out = sandbox.run(one.command(log, report.path, ctx.seed), cwd=ctx.run_dir,
                               timeout=ctx.limit(ctx.timeout * 3), env=ctx.env,
                               identity=ctx.identity, jail=ctx.jail, fresh=True,
                               channels=[log, report], syscalls=seccomp.TOOL)

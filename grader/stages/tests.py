@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from .. import parallel, sandbox, workspace
+from .. import confine, parallel, sandbox, workspace
 from ..linking import CHECKERS, tests_kind
 from ..result import CRASHED, FAILED, PASSED, TIMEOUT
 from ..catch2.testrun import Case, CaseRun, Runner, list_cases
@@ -72,6 +72,7 @@ def prepare(job: LabJob, binaries: dict[str, Path | None]) -> tuple[RunPlace, li
     for kind in ("tests_student", "hidden_student", "bench_student", "runner"):
         if binary := binaries.get(kind):
             jail.add(binary, f"{sandbox.JAIL_ROOT}/bin/{binary.name}")
+    jail.add(confine.SCRIPT, confine.INSIDE)  # what a tool starts in place of the program
     return RunPlace(run_dir, jail, binaries, remote_runner(binaries)), canonical
 
 

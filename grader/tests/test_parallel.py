@@ -36,7 +36,10 @@ import json, os, sys, time
 args = sys.argv[1:]
 tool = args[args.index("--tool") + 1]
 log = args[args.index("--log-file") + 1]
-binary = os.path.basename(args[args.index(log) + 1])
+program = args[args.index(log) + 1:]
+if "--" in program:  # started through grader/confine.py
+    program = program[program.index("--") + 1:]
+binary = os.path.basename(program[0])
 plan = json.loads(os.environ.get("FAKE_PLAN", "{}")).get(f"{tool}:{binary}", "clean")
 def note(what):
     with open(os.environ["FAKE_TRACE"], "a") as f:
