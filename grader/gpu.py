@@ -23,8 +23,9 @@ from __future__ import annotations
 import fcntl
 import os
 import signal
+import threading
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator
 
@@ -42,6 +43,81 @@ GpuSection = Callable[[str], ContextManager[Any]]
 def no_lock(stage: str) -> Iterator[None]:
     """The pipeline's default GPU section: nothing to wait for."""
     yield
+
+
+# The stages that time or count on the GPU: while one runs, no other GPU work of the grade
+# does. Tests and sanitizer runs only need the GPU to work, and share it.
+EXCLUSIVE_STAGES = ("bench", "profiler")
+
+
+class LabSections:
+    """The GPU sections of the labs of one grade, graded at the same time (pipeline.py).
+    Sections of the shared stages (tests, sanitizer) run side by side; a section of an
+    exclusive stage (EXCLUSIVE_STAGES) waits until none is running and runs alone, and
+    while one waits no new section starts, so a bench is never starved. `outer` (a batch's
+    lock, `GpuPool.section`) is entered when the first section starts and left when the
+    last one ends: the grade holds the machine's GPU while any lab of it is on the GPU,
+    never in between. The device it yields becomes env's CUDA_VISIBLE_DEVICES for as long."""
+
+    def __init__(self, outer: GpuSection = no_lock, env: dict[str, str] | None = None) -> None:
+        self.outer = outer
+        self.env = env
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting = 0  # exclusive sections waiting
+        self._held: ExitStack | None = None
+        self._device: Any = None
+        self._before: str | None = None
+
+    @contextmanager
+    def section(self, stage: str) -> Iterator[Any]:
+        alone = stage in EXCLUSIVE_STAGES
+        with self._cond:
+            if alone:
+                self._waiting += 1
+                try:
+                    self._cond.wait_for(lambda: not self._exclusive and not self._shared)
+                finally:
+                    self._waiting -= 1
+                self._exclusive = True
+            else:
+                self._cond.wait_for(lambda: not self._exclusive and not self._waiting)
+                self._shared += 1
+            try:
+                if self._held is None:
+                    self._take(stage)
+            except BaseException:
+                self._leave(alone)
+                raise
+        try:
+            yield self._device
+        finally:
+            with self._cond:
+                self._leave(alone)
+
+    def _take(self, stage: str) -> None:
+        held = ExitStack()
+        self._device = held.enter_context(self.outer(stage))
+        self._held = held
+        if self._device is not None and self.env is not None:
+            self._before = self.env.get("CUDA_VISIBLE_DEVICES")
+            self.env["CUDA_VISIBLE_DEVICES"] = str(self._device)
+
+    def _leave(self, alone: bool) -> None:
+        if alone:
+            self._exclusive = False
+        else:
+            self._shared -= 1
+        if not self._exclusive and not self._shared and self._held is not None:
+            if self._device is not None and self.env is not None:
+                if self._before is None:
+                    self.env.pop("CUDA_VISIBLE_DEVICES", None)
+                else:
+                    self.env["CUDA_VISIBLE_DEVICES"] = self._before
+            held, self._held, self._device = self._held, None, None
+            held.close()
+        self._cond.notify_all()
 
 
 def lock_path(base: str, device: int | str | None = None) -> str:
@@ -226,5 +302,6 @@ class GpuLock:
             self._fd = None
 
 
-__all__ = ["GPU_STAGES", "DEFAULT_LOCK", "no_lock", "lock_path", "timed", "GpuLock",
+__all__ = ["GPU_STAGES", "EXCLUSIVE_STAGES", "DEFAULT_LOCK", "no_lock", "LabSections",
+           "lock_path", "timed", "GpuLock",
            "GpuPool", "visible_devices", "pool_for"]

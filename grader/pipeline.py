@@ -18,13 +18,15 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from . import __version__, leaks, sandbox
-from .gpu import GpuSection, no_lock, timed
+from .gpu import GpuSection, LabSections, no_lock, timed
 from .paths import ROOT, LabPaths
 from .result import GRADER_ERROR, INTERRUPTED, NOT_CONFIGURED, GradeResult, LabResult
 from .rubric import Rubric
@@ -135,6 +137,7 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
     src = ready.trees.src
     jobs: list[LabJob] = []
     seconds: list[dict[str, float]] = []
+    sections = LabSections(opts.gpu_section, ready.trees.run_env)
     for lab in ready.labs:
         rubric = ready.rubrics[lab.folder]
         seconds.append({})
@@ -142,7 +145,7 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
                            ready.trees, opts.seed, opts.build_timeout or rubric.build_timeout_s,
                            opts.test_timeout or rubric.test_timeout_s, has_gpu, why_no_gpu,
                            ready.missing[lab.folder], ready.student_paths[lab.folder], say,
-                           timed(opts.gpu_section, seconds[-1], ready.trees.run_env),
+                           timed(sections.section, seconds[-1]),
                            log=opts.log or (lambda text: None)))
     try:  # one build per tree for every lab; a lab that fails builds alone, later
         build.together(jobs)
@@ -150,32 +153,93 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
         raise
     except Exception as err:  # each lab then builds (and fails) on its own
         say(f"building the labs together failed ({err}); building them one at a time")
-    for lab, job, gpu_seconds in zip(ready.labs, jobs, seconds):
-        rubric = job.rubric
-        lab_result = LabResult(lab.folder, rubric.title, 0.0, rubric.max_points)
-        result.labs.append(lab_result)
+    labs = [_LabRun(lab, job, gpu_seconds) for lab, job, gpu_seconds in zip(ready.labs, jobs,
+                                                                            seconds)]
+    result.labs += [run.result for run in labs]
+    folders = [work, opts.source_root, ROOT] + ([opts.cache] if opts.cache else [])
+    _grade_labs(labs, result, src, folders)
+
+
+# Labs of one grade graded at the same time: their GPU sections share or take the GPU as
+# gpu.LabSections says, their builds (where a lab builds alone) take turns.
+LAB_WORKERS = 4
+
+
+@dataclass
+class _LabRun:
+    lab: LabPaths
+    job: LabJob
+    gpu_seconds: dict[str, float]
+    result: LabResult = field(init=False)
+    done: bool = False
+
+    def __post_init__(self) -> None:
+        rubric = self.job.rubric
+        self.result = LabResult(self.lab.folder, rubric.title, 0.0, rubric.max_points)
+
+
+def _grade_labs(labs: list[_LabRun], result: GradeResult, src: Path,
+                folders: list[Path]) -> None:
+    """Grades each lab in a worker thread (LAB_WORKERS at a time), its result in its place
+    in `result.labs`. An interrupt (SIGINT, SIGTERM, the time limit: raised in this thread)
+    stops the processes running, lets no new one start, and waits for the workers: each lab
+    not finished is recorded as interrupted, and the interrupt goes on up."""
+    errors_lock = threading.Lock()
+
+    def one(run: _LabRun) -> None:
         start = time.monotonic()
+        lab_result, rubric, folder = run.result, run.job.rubric, run.lab.folder
         try:
-            grade_lab(job, lab_result)
-        except Interrupted:
-            lab_result.failure = INTERRUPTED
-            finish_unfinished(lab_result, rubric, "grading was interrupted")
-            result.errors.append(f"{lab.folder}: grading was interrupted")
-            raise
-        except Exception as err:  # the grader's own failure: say so, grade the other labs
-            lab_result.failure = GRADER_ERROR
-            result.errors.append(grader_failed(err, lab.folder))
-            finish_unfinished(lab_result, rubric, "the grader failed on this lab")
+            grade_lab(run.job, lab_result)
+        except Exception as err:
+            with errors_lock:
+                if sandbox.stopping():
+                    lab_result.failure = INTERRUPTED
+                    finish_unfinished(lab_result, rubric, "grading was interrupted")
+                    result.errors.append(f"{folder}: grading was interrupted")
+                else:  # the grader's own failure: say so, grade the other labs
+                    lab_result.failure = GRADER_ERROR
+                    result.errors.append(grader_failed(err, folder))
+                    finish_unfinished(lab_result, rubric, "the grader failed on this lab")
         finally:
-            lab_result.wall_seconds = round(time.monotonic() - start, 2)
-            lab_result.gpu_seconds = {k: round(v, 2) for k, v in gpu_seconds.items()}
-            folders = [work, opts.source_root, ROOT] + ([opts.cache] if opts.cache else [])
-            leaks.Secrets.of_lab(src, lab.folder, folders).scrub_lab(lab_result)
-            leave_out_unmeasured(lab_result)
-            lab_totals(lab_result)
-        device = lab_result.timing.device if lab_result.timing else None
-        if device and result.device is not None:
-            result.device.setdefault("bench", device)
+            _finish_lab(run, time.monotonic() - start, src, folders, result)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(LAB_WORKERS, len(labs))),
+                            thread_name_prefix="cml-lab") as pool:
+        futures = [pool.submit(one, run) for run in labs]
+        try:
+            for future in futures:
+                future.result()
+        except Interrupted:
+            sandbox.stop_starting()
+            sandbox.kill_all()  # what a worker started since the handler's kill
+            try:
+                for future in futures:
+                    future.cancel()
+                wait(futures)
+            finally:
+                sandbox.stop_starting(False)
+            for run in labs:
+                if not run.done:  # never started
+                    run.result.failure = INTERRUPTED
+                    finish_unfinished(run.result, run.job.rubric, "grading was interrupted")
+                    result.errors.append(f"{run.lab.folder}: grading was interrupted")
+                    _finish_lab(run, 0.0, src, folders, result)
+            raise
+
+
+def _finish_lab(run: _LabRun, wall: float, src: Path, folders: list[Path],
+                result: GradeResult) -> None:
+    lab_result = run.result
+    lab_result.wall_seconds = round(wall, 2)
+    lab_result.gpu_seconds = {k: round(v, 2) for k, v in run.gpu_seconds.items()}
+    leaks.Secrets.of_lab(src, run.lab.folder, folders).scrub_lab(lab_result)
+    leave_out_unmeasured(lab_result)
+    lab_totals(lab_result)
+    device = lab_result.timing.device if lab_result.timing else None
+    if device and result.device is not None:
+        result.device.setdefault("bench", device)
+    run.done = True
 
 
 def _failed_lab(lab: LabPaths, rubric: Rubric, reason: str) -> LabResult:

@@ -5,6 +5,8 @@ part it did not reach scores zero with that reason."""
 
 from __future__ import annotations
 
+import threading
+
 from .. import scoring
 from ..result import (BUILD_TIMEOUT, COMPILE_ERROR, NO_SUBMISSION, STATIC_VIOLATION,
                       LabResult)
@@ -12,9 +14,16 @@ from . import build, gpu_parts, static, tests
 from .job import LabJob
 
 
+# The labs of a grade are graded at the same time (pipeline.py); a build of a lab alone (the
+# reference not cached, a lab the build of all together did not make) runs in the grade's
+# shared trees, so those builds take turns.
+_BUILDS = threading.Lock()
+
+
 def grade_lab(job: LabJob, lab_result: LabResult) -> None:
     rubric = job.rubric
-    build.reference(job)
+    with _BUILDS:
+        build.reference(job)
     if job.missing:
         part, lab_result.build = build.no_submission_part(job)
         lab_result.parts.append(part)
@@ -22,7 +31,8 @@ def grade_lab(job: LabJob, lab_result: LabResult) -> None:
         scoring.finish_unfinished(lab_result, rubric, part.reason)
         return
 
-    built = build.student(job)
+    with _BUILDS:
+        built = build.student(job)
     if built.compiled:
         # Before any of it runs (also when linking failed: a definition that collides with
         # the harness is better named by the check than by the linker).

@@ -3,6 +3,8 @@ for its own when all are busy, and runs the stage with CUDA_VISIBLE_DEVICES set 
 
 import os
 import tempfile
+import threading
+import time
 import unittest
 from pathlib import Path
 from unittest import mock
@@ -77,3 +79,85 @@ class PoolTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LabSectionsTest(unittest.TestCase):
+    """The labs of one grade on the GPU at the same time: tests and sanitizer runs side by
+    side, a bench or a profiler run alone, the batch's lock held from the first section
+    entered to the last one left."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.base = str(Path(self.tmp.name) / "gpu.lock")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def overlap(self, first: str, second: str) -> bool:
+        """Whether a section of `second` starts while one of `first` is open."""
+        sections = gpu.LabSections()
+        entered = threading.Event()
+
+        def later():
+            with sections.section(second):
+                entered.set()
+
+        with sections.section(first):
+            worker = threading.Thread(target=later)
+            worker.start()
+            overlapped = entered.wait(0.5)
+        worker.join(5)
+        self.assertTrue(entered.is_set())  # it ran once the first had ended
+        return overlapped
+
+    def test_shared_stages_overlap(self):
+        self.assertTrue(self.overlap("tests", "sanitizer"))
+        self.assertTrue(self.overlap("tests", "tests"))
+
+    def test_a_bench_or_a_profiler_runs_alone(self):
+        for first, second in [("tests", "bench"), ("bench", "tests"), ("bench", "profiler"),
+                              ("sanitizer", "profiler"), ("profiler", "sanitizer")]:
+            with self.subTest(first=first, second=second):
+                self.assertFalse(self.overlap(first, second))
+
+    def test_a_waiting_bench_holds_back_new_shared_sections(self):
+        sections = gpu.LabSections()
+        order: list[str] = []
+        bench_waiting = threading.Event()
+
+        def bench():
+            bench_waiting.set()
+            with sections.section("bench"):
+                order.append("bench")
+
+        def tests():
+            with sections.section("tests"):
+                order.append("tests")
+
+        with sections.section("sanitizer"):
+            b = threading.Thread(target=bench)
+            b.start()
+            bench_waiting.wait(5)
+            time.sleep(0.2)  # the bench is waiting on the condition by now
+            t = threading.Thread(target=tests)
+            t.start()
+            time.sleep(0.2)
+            self.assertEqual(order, [])
+        b.join(5)
+        t.join(5)
+        self.assertEqual(order, ["bench", "tests"])
+
+    def test_the_outer_lock_is_held_from_first_to_last_and_names_the_device(self):
+        env = {"CUDA_VISIBLE_DEVICES": "0,1"}
+        pool = gpu.GpuPool(self.base, [("0", "GPU-aaa"), ("1", "GPU-bbb")], prefer=1)
+        sections = gpu.LabSections(pool.section, env)
+        other = gpu.GpuLock(gpu.lock_path(self.base, "GPU-bbb"))
+        first = sections.section("tests")
+        self.assertEqual(first.__enter__(), "1")
+        with sections.section("sanitizer") as device:
+            self.assertEqual(device, "1")
+            self.assertEqual(env["CUDA_VISIBLE_DEVICES"], "1")
+        self.assertFalse(other.try_acquire())  # the first section still holds it
+        first.__exit__(None, None, None)
+        self.assertEqual(env["CUDA_VISIBLE_DEVICES"], "0,1")
+        self.assertTrue(other.try_acquire())

@@ -6,14 +6,19 @@ from __future__ import annotations
 import ast
 import signal
 import tempfile
+import threading
+import time
 import unittest
 from pathlib import Path
+from types import SimpleNamespace
 from unittest import mock
 
-from grader import pipeline
+from grader import pipeline, sandbox
 from grader.batch import task
 from grader.commands import _common
-from grader.result import GradeResult
+from grader.paths import ROOT, LabPaths
+from grader.result import GRADER_ERROR, INTERRUPTED, GradeResult
+from grader.rubric import load_rubric
 
 GRADER = Path(pipeline.__file__).parent
 
@@ -109,6 +114,86 @@ class GradeSubmissionTest(unittest.TestCase):
         self.assertEqual(ended, pipeline.ENDED_TIMED_OUT)
         self.assertIn("longer than the limit of 30 s", result.errors[0])
         self.assertEqual(signal.alarm(0), 0)  # the alarm was cancelled
+
+
+class LabsTogetherTest(unittest.TestCase):
+    """The labs of one grade are graded at the same time, each result in its lab's place; an
+    interrupt stops them all and every lab not finished says it was interrupted."""
+
+    def setUp(self):
+        lab = LabPaths("01_warp_sizing", "01", "warp_sizing", ROOT)
+        self.rubric = load_rubric(lab)
+        self.labs = [pipeline._LabRun(LabPaths(f"0{n}_lab", f"0{n}", "lab", ROOT),
+                                      SimpleNamespace(rubric=self.rubric), {})
+                     for n in range(1, 6)]
+        self.result = _empty()
+        self.result.labs += [run.result for run in self.labs]
+        scrub = mock.patch.object(pipeline.leaks.Secrets, "of_lab")
+        scrub.start()
+        self.addCleanup(scrub.stop)
+
+    def grade(self, grade_lab, workers: int = 4) -> None:
+        with mock.patch.object(pipeline, "grade_lab", grade_lab), \
+                mock.patch.object(pipeline, "LAB_WORKERS", workers):
+            pipeline._grade_labs(self.labs, self.result, ROOT, [])
+
+    def test_labs_run_at_the_same_time_and_keep_their_order(self):
+        at_once, peak, lock = [0], [0], threading.Lock()
+
+        def grade_lab(job, lab_result):
+            with lock:
+                at_once[0] += 1
+                peak[0] = max(peak[0], at_once[0])
+            time.sleep(0.3 if lab_result.lab == "01_lab" else 0.1)
+            lab_result.points = float(lab_result.lab[1])
+            with lock:
+                at_once[0] -= 1
+
+        start = time.monotonic()
+        self.grade(grade_lab, workers=4)
+        self.assertLess(time.monotonic() - start, 0.45)  # five labs of 0.1-0.3 s, four at once
+        self.assertEqual(peak[0], 4)
+        self.assertEqual([lab.lab for lab in self.result.labs],
+                         ["01_lab", "02_lab", "03_lab", "04_lab", "05_lab"])
+        self.assertTrue(all(run.done for run in self.labs))
+
+    def test_a_lab_the_grader_fails_on_leaves_the_others_graded(self):
+        def grade_lab(job, lab_result):
+            if lab_result.lab == "02_lab":
+                raise RuntimeError("boom")
+
+        self.grade(grade_lab)
+        self.assertEqual([lab.failure for lab in self.result.labs],
+                         [None, GRADER_ERROR, None, None, None])
+        self.assertEqual(self.result.errors, ["02_lab: the grader failed: RuntimeError: boom"])
+
+    def test_an_interrupt_stops_every_lab_and_each_says_so(self):
+        main = threading.get_ident()
+        started = threading.Event()
+
+        def grade_lab(job, lab_result):
+            if lab_result.lab == "01_lab":
+                started.wait(5)
+                signal.pthread_kill(main, signal.SIGINT)
+                time.sleep(0.5)  # its process, killed by the handler, ends
+                raise RuntimeError("its process was killed")
+            started.set()
+            time.sleep(0.3)
+            sandbox.run(["true"], cwd=Path("/"), timeout=5, env={})  # refused: stopping
+            lab_result.points = 1.0
+
+        saved = signal.signal(signal.SIGINT, pipeline.interrupt_handler)
+        try:
+            with mock.patch.object(pipeline.sandbox, "kill_all"), \
+                    self.assertRaises(pipeline.Interrupted):
+                self.grade(grade_lab, workers=2)
+        finally:
+            signal.signal(signal.SIGINT, saved)
+        self.assertEqual([lab.failure for lab in self.result.labs], [INTERRUPTED] * 5)
+        self.assertEqual(sorted(self.result.errors),
+                         [f"0{n}_lab: grading was interrupted" for n in range(1, 6)])
+        self.assertTrue(all(run.done for run in self.labs))
+        self.assertFalse(sandbox.stopping())  # the next grade starts its processes
 
 
 if __name__ == "__main__":
