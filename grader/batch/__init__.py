@@ -34,12 +34,12 @@ from .fingerprint import (grader_fingerprint, grading_key, grading_modules, subm
 from .plan import (DEFAULT_TIMEOUT, GRADED, GRADER_ERROR, INTERRUPTED, KEEP_ON_RESUME,
                    PLAN_FILE, PLAN_SCHEMA, STAMP_FILE, TIMED_OUT, BatchError, BatchProblems, Plan, Stamp,
                    Submission, is_current, load_result, read_stamp, read_submissions)
-from .schedule import Outcome, run_local, task_command, work_root
+from .schedule import Outcome, listen, restore, run_local, task_command, work_root
 from .slurm import write_slurm
 from .task import run_task
 
 __all__ = ["Plan", "Submission", "Stamp", "BatchError", "BatchProblems", "Outcome", "read_submissions",
-           "run_task", "run_local", "collect", "write_slurm", "GpuLock",
+           "run_task", "run_local", "listen", "restore", "collect", "write_slurm", "GpuLock",
            "failure_kind", "grader_fingerprint", "grading_key", "grading_modules",
            "submission_hashes", "submission_key", "histogram", "summary_markdown",
            "is_current", "load_result", "read_stamp", "task_command", "work_root", "new_seed",

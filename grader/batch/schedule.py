@@ -127,7 +127,7 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
                        *_lab_points(out_dir, sub.student))
 
     main = threading.current_thread() is threading.main_thread()
-    saved = _listen() if main else None
+    saved = listen() if main else None
     try:
         with cf.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = [pool.submit(one, i) for i in todo]
@@ -152,7 +152,7 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
                 raise
     finally:
         if saved is not None:
-            _restore(saved)
+            restore(saved)
     if not keep_work:
         shutil.rmtree(root, ignore_errors=True)
     return outcomes
@@ -165,16 +165,16 @@ def _on_stop(signum, _frame):
     raise KeyboardInterrupt
 
 
-def _listen() -> tuple[dict, set]:
+def listen() -> tuple[dict, set]:
     """Makes SIGINT and SIGTERM interrupt the batch (KeyboardInterrupt in the main thread),
     before any worker thread or task starts: whatever the batch inherited (SIGINT ignored,
     as a shell leaves a background job, or either signal blocked by the process that started
-    it) a batch that was told to stop stops. Returns what _restore puts back."""
+    it) a batch that was told to stop stops. Returns what restore() puts back."""
     handlers = {s: signal.signal(s, _on_stop) for s in STOP_SIGNALS}
     return handlers, signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
-def _restore(saved: tuple[dict, set]) -> None:
+def restore(saved: tuple[dict, set]) -> None:
     handlers, mask = saved
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     for s, handler in handlers.items():

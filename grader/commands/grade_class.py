@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 from pathlib import Path
 
 from .. import batch
@@ -137,6 +138,9 @@ def progress_line(outcome: batch.Outcome, done: int, total: int, colour: bool) -
 
 
 def run(args: argparse.Namespace) -> int:
+    # SIGINT and SIGTERM stop the batch from its first word on (KeyboardInterrupt, status
+    # 130), whatever the batch inherited: a signal before the grading starts is not lost.
+    saved = batch.listen() if threading.current_thread() is threading.main_thread() else None
     try:
         return _run(args)
     except batch.BatchProblems as err:
@@ -151,6 +155,9 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("batch: interrupted; run the same command again to go on", file=sys.stderr)
         return 130
+    finally:
+        if saved is not None:
+            batch.restore(saved)
 
 
 def _run(args: argparse.Namespace) -> int:
