@@ -90,6 +90,15 @@ def query_gpus() -> tuple[list[Gpu], str]:
     return gpus, "" if gpus else "nvidia-smi lists no GPU"
 
 
+def device_name() -> str:
+    """The GPU nvidia-smi lists, by name ("NVIDIA H100 80GB HBM3", then " (x2)" where it
+    lists two), or "no GPU": what a measurement says it ran on."""
+    gpus, _why = query_gpus()
+    if not gpus:
+        return "no GPU"
+    return gpus[0].name + (f" (x{len(gpus)})" if len(gpus) > 1 else "")
+
+
 @dataclass
 class Toolchain:
     """Paths and versions; a value of None means missing."""

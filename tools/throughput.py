@@ -29,16 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from grader.commands._common import choose_labs
 from grader.rubric import load_rubric
-from grader.tools import _output, find_tool
-
-
-def device_name() -> str:
-    smi = find_tool("nvidia-smi")
-    text = _output([smi, "--query-gpu=name", "--format=csv,noheader"]) if smi else None
-    names = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    if not names:
-        return "no GPU"
-    return names[0] + (f" (x{len(names)})" if len(names) > 1 else "")
+from grader.tools import device_name
 
 
 def reference_submission(labs, dest: Path) -> Path:

@@ -9,9 +9,13 @@ student_prs.py does the work).
            It runs nothing it fetched.
     grade  grades each job of QUEUE with `grader ci` from this checkout (the course's: its
            tests, hidden tests, reference, rubrics), one process each, into OUT/<key>/; with
-           --require-gpu it stops, exit status 3, at the first grade that found no GPU.
+           --require-gpu it stops, exit status 3, at the first grade that found no GPU;
+           --no-gpu grades the host parts only (a measurement on a machine without one).
     post   posts each job's OUT/<key>/comment.md to the pull request QUEUE names, with a token
            that may only comment ($CML_COMMENT_TOKEN), editing --commenter's earlier comment.
+
+The API's address is $GITHUB_API_URL, which Actions sets on every runner (https://api.github.com,
+or a GitHub Enterprise server's); without it, https://api.github.com.
 
 Exit status: 0 done; 1 a call to GitHub failed or QUEUE cannot be read; 3 (grade) no GPU.
 """
@@ -53,6 +57,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     g.add_argument("--out", type=Path, required=True, help="OUT/<key>/ for each job")
     g.add_argument("--require-gpu", action="store_true",
                    help="stop, exit status 3, when a grade finds no usable GPU")
+    g.add_argument("--no-gpu", action="store_true",
+                   help="grade the host parts only (grader ci --no-gpu)")
     g.add_argument("--cache", default="", help="the reference cache (grader ci --cache)")
     o = steps.add_parser("post", help="post each grade's comment")
     o.add_argument("--queue", type=Path, required=True)
@@ -105,6 +111,8 @@ def _grade(args: argparse.Namespace, runner: Runner) -> int:
                 "--no-comment", "--out", str(args.out / job.key), "-q"]
         if args.require_gpu:
             argv.append("--require-gpu")
+        if args.no_gpu:
+            argv.append("--no-gpu")
         if args.cache:
             argv += ["--cache", args.cache]
         print(f"grading {job.label()}, lab(s) {job.lab_numbers()}", flush=True)

@@ -55,6 +55,8 @@ EXCLUDE = (
     "grader/tests/test_adversarial.py",
     "tools/adversarial_check.sh",
     "tools/grade_check.py",  # grades the reference: needs solutions/
+    "tools/pr_latency.py",  # grades the reference with the course's grade-student-prs.yml
+    "grader/tests/test_pr_latency.py",  # runs it
     "grader/tests/data/golden/*",  # the reference's and skeleton's graded results: hidden names
     "grader/tests/test_golden.py",  # grades the reference: needs solutions/
     "grader/tests/test_integrations.py",  # grades the reference on fake platform trees

@@ -65,6 +65,7 @@ class RulesTest(unittest.TestCase):
                    "grader/tests/adversarial/06_fair_xor_swizzle/labs/06_bank_conflicts/"
                    "bank_conflicts.cu", "grader/tests/test_adversarial.py",
                    "tools/adversarial_check.sh", "tools/grade_check.py",
+                   "tools/pr_latency.py", "grader/tests/test_pr_latency.py",
                    "grader/__pycache__/x.pyc", "build/CMakeCache.txt", "CONTRIBUTING.md"]
         for rel in inside:
             self.assertTrue(releases.included(rel), rel)

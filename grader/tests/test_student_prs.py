@@ -1,20 +1,19 @@
 """Grading students' pull requests from the course's repository (grader/course/student_prs.py,
 `grader pr-queue`), against a fake GitHub API served from a local bare git repository that
-holds a student's repository: its default branch (with a grader the student edited) and
-`refs/pull/N/head` for each pull request. The hostile pull requests of a course's threat
-model are cases: each one's submission, as the grade would read it, holds only the student
-files of the labs it changes, byte for byte its head commit's; nothing it edited besides
-reaches the grader, which takes everything else from the course's checkout."""
+holds a student's repository (grader/tests/fake_github.py): its default branch (with a
+grader the student edited) and `refs/pull/N/head` for each pull request. The hostile pull
+requests of a course's threat model are cases: each one's submission, as the grade would
+read it, holds only the student files of the labs it changes, byte for byte its head
+commit's; nothing it edited besides reaches the grader, which takes everything else from the
+course's checkout."""
 
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import io
 import json
 import shutil
-import subprocess
 import tempfile
 import unittest
 import urllib.parse
@@ -23,6 +22,7 @@ from pathlib import Path
 from grader.commands import ci, pr_queue
 from grader.course import student_prs
 from grader.paths import ROOT
+from grader.tests.fake_github import FakeGitHub, StudentRepository, git
 from grader.workspace import MAX_STUDENT_FILE, place_student_file
 
 ORG, REPO = "course-org", "course-org/cuda-labs-alice"
@@ -30,137 +30,6 @@ READ, COMMENT = "read-t0ken", "comment-t0ken"
 BOT = "cml-grader[bot]"
 LAB = "04_tiled_matmul"
 STUDENT_FILE = f"labs/{LAB}/tiled_matmul.cu"
-
-
-def git(repo: Path, *args: str, data: bytes | None = None) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=s", "-c",
-                           "user.email=s@example.invalid", *args], check=True, input=data,
-                          capture_output=True).stdout.decode()
-
-
-class FakeGitHub:
-    """The REST paths student_prs calls, answered from a bare repository. The read token
-    may only GET; the comment token may only read and write issue comments."""
-
-    def __init__(self, bare: Path) -> None:
-        self.bare = bare
-        self.forks: dict[int, str] = {}  # pull number -> the fork its head is in
-        self.comments: dict[int, list[dict]] = {}
-        self.requests: list[tuple[str, str, str]] = []  # (token, method, path)
-
-    def pulls(self) -> list[int]:
-        refs = git(self.bare, "for-each-ref", "--format=%(refname)", "refs/pull/")
-        return sorted(int(r.split("/")[2]) for r in refs.split())
-
-    def head(self, number: int) -> str:
-        return git(self.bare, "rev-parse", f"refs/pull/{number}/head").strip()
-
-    def __call__(self, method, url, headers, body):
-        parts = urllib.parse.urlsplit(url)
-        path, query = parts.path, urllib.parse.parse_qs(parts.query)
-        token = headers.get("Authorization", "").removeprefix("Bearer ")
-        self.requests.append((token, method, path))
-        page = int(query.get("page", ["1"])[0])
-        per = int(query.get("per_page", ["30"])[0])
-
-        def answer(status, doc):
-            return status, {}, json.dumps(doc).encode()
-
-        def listing(items):
-            return answer(200, items[(page - 1) * per:page * per])
-
-        comments_path = path.startswith(f"/repos/{REPO}/issues/")
-        if token not in (READ, COMMENT) or (token == READ and method != "GET") or (
-                token == COMMENT and not comments_path):
-            return answer(403, {"message": "Resource not accessible by token"})
-        if path == f"/orgs/{ORG}/repos":
-            return listing([{"name": "cuda-labs-alice", "full_name": REPO},
-                            {"name": "website", "full_name": f"{ORG}/website"}])
-        if path == f"/repos/{REPO}/pulls":
-            return listing([{"number": n, "title": f"pr {n}", "user": {"login": "alice"},
-                             "html_url": f"https://github.com/{REPO}/pull/{n}",
-                             "head": {"sha": self.head(n),
-                                      "repo": {"full_name": self.forks.get(n, REPO)}}}
-                            for n in self.pulls()])
-        if path.startswith(f"/repos/{REPO}/pulls/") and path.endswith("/files"):
-            n = int(path.split("/")[5])
-            base = git(self.bare, "merge-base", "main", self.head(n)).strip()
-            names = git(self.bare, "diff", "--name-only", base, self.head(n)).split()
-            return listing([{"filename": name} for name in names])
-        if path.startswith(f"/repos/{REPO}/contents/"):
-            rel = urllib.parse.unquote(path[len(f"/repos/{REPO}/contents/"):])
-            entry = git(self.bare, "ls-tree", query["ref"][0], "--", rel).split()
-            if not entry:
-                return answer(404, {"message": "Not Found"})
-            mode, kind, oid = entry[:3]
-            data = subprocess.run(["git", "-C", str(self.bare), "cat-file", "-p", oid],
-                                  capture_output=True, check=True).stdout
-            if kind == "tree":
-                return answer(200, [{"type": "file", "name": "x"}])
-            if mode == "120000":
-                return answer(200, {"type": "symlink", "target": data.decode(), "size": 0})
-            return answer(200, {"type": "file", "encoding": "base64", "size": len(data),
-                                "content": base64.encodebytes(data).decode()})
-        if comments_path:
-            segments = path.split("/")
-            if segments[5] == "comments" and method == "PATCH":
-                for thread in self.comments.values():
-                    for c in thread:
-                        if c["id"] == int(segments[6]):
-                            c["body"] = json.loads(body)["body"]
-                            return answer(200, c)
-                return answer(404, {"message": "Not Found"})
-            thread = self.comments.setdefault(int(segments[5]), [])
-            if method == "GET":
-                return listing(thread)
-            login = BOT if token == COMMENT else "alice"
-            made = {"id": 100 + sum(map(len, self.comments.values())),
-                    "body": json.loads(body)["body"], "user": {"login": login}}
-            thread.append(made)
-            return answer(201, made)
-        return answer(404, {"message": "Not Found"})
-
-
-class StudentRepository:
-    """The student's repository as a work tree and the bare repository it pushes to: the
-    course's files of two labs (as the student copy has them), then pull requests."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.work, self.bare = tmp / "work", tmp / "bare.git"
-        for rel in (f"labs/{LAB}", "labs/02_coalescing"):
-            shutil.copytree(ROOT / rel, self.work / rel)
-        for rel in ("CMakeLists.txt", "CMakePresets.json", "grader/scoring.py"):
-            (self.work / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(ROOT / rel, self.work / rel)
-        self.write(".github/workflows/build.yml", "on: push\njobs:\n  build:\n"
-                   "    runs-on: ubuntu-latest\n    steps:\n      - run: cmake --preset default\n")
-        git(tmp, "init", "-q", "-b", "main", str(self.work))
-        git(tmp, "init", "-q", "--bare", str(self.bare))
-        git(self.work, "remote", "add", "origin", str(self.bare))
-        self.commit("the student copy", push="main")
-        self.prs = 0
-
-    def write(self, rel: str, text: str) -> None:
-        path = self.work / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-
-    def commit(self, message: str, push: str) -> str:
-        git(self.work, "add", "-A")
-        git(self.work, "commit", "-qm", message)
-        git(self.work, "push", "-qf", "origin", f"HEAD:{push}")
-        return git(self.work, "rev-parse", "HEAD").strip()
-
-    def pull_request(self, name: str, edit) -> int:
-        """A branch from main with `edit` applied, opened as the next pull request."""
-        git(self.work, "checkout", "-qB", name, "main")
-        edit(self)
-        self.prs += 1
-        self.commit(name, push=f"refs/pull/{self.prs}/head")
-        git(self.work, "checkout", "-q", "main")
-        return self.prs
-
-
 SKELETON = (ROOT / STUDENT_FILE).read_bytes() if (ROOT / STUDENT_FILE).is_file() else b""
 WORK = "\n// my tiling, with care\n"
 
@@ -221,10 +90,10 @@ class HostilePullRequestsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = Path(tempfile.mkdtemp(prefix="cml-prs-"))
-        cls.student = StudentRepository(cls.tmp)
+        cls.student = StudentRepository(cls.tmp, (LAB, "02_coalescing"))
         cls.cases = hostile_pull_requests(cls.student)
         cls.number = {name: n for n, name in cls.cases.items()}
-        cls.hub = FakeGitHub(cls.student.bare)
+        cls.hub = FakeGitHub(cls.student.bare, ORG, REPO, READ, COMMENT, BOT)
         cls.hub.forks[cls.student.pull_request("from-a-fork", lambda s: s.write(
             STUDENT_FILE, "// someone else's\n"))] = "mallory/cuda-labs-alice"
         # a comment by the student that claims the workflow-edit PR's head was graded
@@ -427,19 +296,32 @@ class UnitTest(unittest.TestCase):
             with self.assertRaises(ValueError):
                 student_prs.read_queue(Path(tmp))
 
-    def test_no_gpu_stops_the_grading(self):
+    @staticmethod
+    def grade_two_jobs(flag: str, status: int) -> tuple[int, str, list[list[str]]]:
+        """`pr-queue grade FLAG` over a queue of two jobs, each grade ending with `status`:
+        (its exit status, its output, the grades' command lines)."""
         with tempfile.TemporaryDirectory() as tmp:
             jobs = [student_prs.Job(REPO, n, f"{n:040x}", [LAB]) for n in (1, 2)]
             for job in jobs:
                 job.key = student_prs.Pull(REPO, job.number, job.head_sha, REPO).key
             (Path(tmp) / student_prs.QUEUE_FILE).write_text(json.dumps(
                 {"jobs": [job.__dict__ for job in jobs]}))
-            calls: list = []
-            status, log = quiet(pr_queue.run, args("grade", "--queue", tmp, "--out", tmp,
-                                                    "--require-gpu"),
-                                runner=lambda argv: calls.append(argv) or ci.NO_GPU)
+            calls: list[list[str]] = []
+            code, log = quiet(pr_queue.run, args("grade", "--queue", tmp, "--out", tmp, flag),
+                              runner=lambda argv: calls.append(argv) or status)
+        return code, log, calls
+
+    def test_no_gpu_stops_the_grading(self):
+        status, log, calls = self.grade_two_jobs("--require-gpu", ci.NO_GPU)
         self.assertEqual((status, len(calls)), (ci.NO_GPU, 1))
         self.assertIn("no usable GPU on this runner", log)
+
+    def test_host_parts_only_when_asked(self):
+        status, log, calls = self.grade_two_jobs("--no-gpu", 0)
+        self.assertEqual((status, len(calls)), (0, 2), log)
+        for argv in calls:
+            self.assertIn("--no-gpu", argv)
+            self.assertNotIn("--require-gpu", argv)
 
     def test_the_comment_text(self):
         job = student_prs.Job(REPO, 3, "a" * 40, [LAB], problems=["x is a symlink"])
