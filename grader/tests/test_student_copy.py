@@ -2,7 +2,8 @@
 path and command the README names exists in a real release and parses; the Classroom
 workflow's steps and reporter agree; the build workflow's summary line reads ctest's output;
 and, where CMake and nvcc are installed, `ctest --preset default -L lab04` finds the lab's
-tests in the copy."""
+tests in the copy, and a fresh copy walked by its own README and handout (ReadmeWalkTest)
+builds, runs its tests and checks a lab as they say."""
 
 from __future__ import annotations
 
@@ -15,14 +16,59 @@ import tempfile
 import unittest
 from pathlib import Path
 
+from grader import gpu
 from grader.course import course_file, releases, student_copy
 from grader.paths import ROOT
+from grader.tests import needs
 from grader.tests.test_release import NEEDS, repository_like_this_checkout
 from grader.tools import find_catch2, find_tool
 
 
 def sh_blocks(markdown: str) -> list[str]:
     return re.findall(r"```sh\n(.*?)```", markdown, re.S)
+
+
+# What a document tells its reader to run: the lines of its ```sh blocks, and its code spans
+# that start with a program a student runs (a span like `tiled_matmul.cuh` is no command).
+PROGRAMS = re.compile(r"^(python3|cmake|ctest|build/\S+|ncu|compute-sanitizer|srun|sudo)\b")
+ASSIGNMENT = re.compile(r"^(export\s+)?[A-Za-z_]\w*=")  # changes the shell, runs nothing
+LEFT_OUT = {  # why the walk runs no such command
+    "it installs software": re.compile(r"^sudo\b|\$SUDO\b|\b(apt-get|pip) .*\binstall\b"),
+    "it needs the course's cluster": re.compile(r"^srun\b|--slurm\b"),
+    "it is a GPU tool's step": re.compile(r"^(ncu|compute-sanitizer)\b"),
+}
+
+
+def doc_commands(markdown: str) -> list[str]:
+    """The commands `markdown` gives, in its order: each line of a ```sh block (a line ending
+    in a backslash joined to the next, comments left out) and each code span in the text
+    whose first word is a program a student runs (PROGRAMS)."""
+    out = []
+    for lang, block, span in re.findall(r"```(\w*)\n(.*?)```|`([^`\n]+)`", markdown, re.S):
+        if span and PROGRAMS.match(span):
+            out.append(span.strip())
+        elif lang == "sh":
+            for line in block.replace("\\\n", " ").splitlines():
+                line = line.split(" #")[0].strip()
+                if line and not line.startswith("#"):
+                    out.append(" ".join(line.split()))
+    return out
+
+
+def labs_named(command: str) -> set[str]:
+    """The lab numbers a command names: `lab04`, `lab04_bench_student`,
+    `labs/04_tiled_matmul`, `check 04 01`."""
+    found = set(re.findall(r"\blab(\d\d)(?!\d)|(?<![\w.])(\d\d)_[a-z]", command))
+    named = {a or b for a, b in found}
+    check = re.search(r"\bgrader check((?: \d\d\b)+)", command)
+    return named | set(check.group(1).split() if check else ())
+
+
+def ctest_statuses(output: str) -> dict[str, str]:
+    """Test name -> CTest's word for how it ended ("Passed", "Failed", "Skipped", "Not Run",
+    "Exception: SegFault"...), read from ctest's progress lines."""
+    return dict(re.findall(r"Test +#\d+: (\S+) \.*\s*(?:\*\*\*)?(\S.*?)\s+[\d.]+ sec",
+                           output))
 
 
 @unittest.skipUnless((ROOT / student_copy.README_TEMPLATE).is_file(),
@@ -200,6 +246,177 @@ class StudentCopyTest(unittest.TestCase):
                                     capture_output=True, text=True, timeout=120)
             self.assertIn("lab04.student.host", listed.stdout, listed.stdout + listed.stderr)
             self.assertIn("lab04.student.gpu", listed.stdout)
+
+
+@NEEDS
+class ReadmeWalkTest(unittest.TestCase):
+    """A fresh copy walked as a student would on this machine: each command its README and the
+    handout of the README's example lab give (doc_commands: read from them, so the walk
+    follows what they say) is run in the copy, in their order, with one lab built, and ends as
+    the README says. Builds and grader commands exit 0, with no traceback and no "grader
+    problem"; the tests of the lab run (none missing, none crashed), the student's fail only
+    where the README says they fail until the lab is done, and without a GPU the GPU tests are
+    skipped, never passed; `check` prints its table, with the tests that need a GPU said so;
+    a bench without a GPU exits with the status the README gives and names a section of it.
+    Left out, each with its reason: installs, what needs a GPU or the course's cluster, and
+    other labs than the one walked. The copy's grader suite, which its `cmake --workflow`
+    also runs, is test_release.ReleaseTest's."""
+
+    @classmethod
+    def setUpClass(cls):
+        missing = needs.missing(("cmake", "ctest", "ninja", "nvcc", "g++"))
+        if missing:
+            raise unittest.SkipTest(f"walking a copy's README needs {missing}")
+        cls.tmp = Path(tempfile.mkdtemp(prefix="cml-walk-"))
+        cls.tmp.chmod(0o755)  # a home folder's mode: as root, check runs code as nobody
+        try:
+            cls.walk_the_copy()
+        except BaseException:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+            raise
+
+    @classmethod
+    def walk_the_copy(cls) -> None:
+        cls.out = cls.tmp / "copy"
+        releases.make_release(cls.out, root=repository_like_this_checkout(cls.tmp / "course"))
+        cls.readme = (cls.out / "README.md").read_text(encoding="utf-8")
+        # the lab the README's commands take as their example, and its handout
+        labs = set().union(*map(labs_named, sh_blocks(cls.readme)))
+        if len(labs) != 1:
+            raise AssertionError(f"the README's commands name labs {sorted(labs)}, not one")
+        cls.nn = labs.pop()
+        cls.handout = next((cls.out / "handouts").glob(f"{cls.nn}_*.md"))
+        cls.folder = cls.handout.stem
+        cls.no_gpu = not gpu.visible_devices()
+        # a machine as the README's quick start asks for: nvcc where it says to look
+        cls.env = dict(os.environ, NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
+        cls.env["PATH"] += os.pathsep + os.path.dirname(find_tool("nvcc") or "")
+        if needs.shared_cache() is None:  # not the user's reference cache
+            cls.env["XDG_CACHE_HOME"] = str(cls.tmp / "cache")
+        cls.ran: list[tuple[str, str, int, str]] = []  # (kind, command, status, output)
+        cls.left_out: list[tuple[str, str]] = []  # (command, why)
+        for doc in (cls.readme, cls.handout.read_text(encoding="utf-8")):
+            for command in doc_commands(doc):
+                cls.walk(command)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def walk(cls, command: str) -> None:
+        """Run `command` as the student would, or note why it is left out."""
+        words = command.split()
+        why = next((why for why, pattern in LEFT_OUT.items() if pattern.search(command)),
+                   "it is another lab's" if labs_named(command) - {cls.nn} else "")
+        if why:
+            cls.left_out.append((command, why))
+        elif ASSIGNMENT.match(command):
+            shown = subprocess.run(["bash", "-c", f"{command} && env -0"], env=cls.env,
+                                   capture_output=True, text=True, check=True).stdout
+            cls.env = dict(v.split("=", 1) for v in shown.split("\0") if "=" in v)
+        elif words[:2] == ["cmake", "--workflow"]:  # its steps, from the presets it names
+            presets = json.loads((cls.out / "CMakePresets.json").read_text())
+            name = words[words.index("--preset") + 1]
+            flow = next(p for p in presets["workflowPresets"] if p["name"] == name)
+            for step in flow["steps"]:
+                cls.walk({"configure": "cmake --preset", "build": "cmake --build --preset",
+                          "test": "ctest --preset"}[step["type"]] + f" {step['name']}")
+        elif words[:2] == ["cmake", "--preset"]:
+            # one lab: the option the README names for building fewer labs
+            option = re.search(r"fewer labs\s+with\s+`(-D\w+=)", cls.readme)
+            if not option:
+                raise AssertionError("the README names no option that builds fewer labs")
+            cls.execute("configure", command, f"{option.group(1)}{cls.folder}")
+        elif words[0] == "ctest":
+            cls.execute("ctest", command, "" if "-L lab" in command else f"-L lab{cls.nn}")
+        else:
+            kind = ("build" if words[:2] == ["cmake", "--build"] else
+                    "grader" if words[:3] == ["python3", "-m", "grader"] else
+                    "bench" if re.match(r"build/\S+_bench_", command) else
+                    "tests" if re.match(r"build/\S+_tests_", command) else "")
+            if not kind:
+                raise AssertionError(f"the walk does not know what `{command}` should do")
+            cls.execute(kind, command)
+
+    @classmethod
+    def execute(cls, kind: str, command: str, narrowed: str = "") -> None:
+        """Run `command` (with `narrowed`, the words that keep it to one lab) in the copy,
+        once: a command the documents give twice runs the first time only."""
+        shown = f"{command} {narrowed}".strip()
+        if any(shown == c for _, c, _, _ in cls.ran):
+            return
+        proc = subprocess.run(["bash", "-c", shown], cwd=cls.out, env=cls.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=900)
+        cls.ran.append((kind, shown, proc.returncode, proc.stdout))
+
+    def commands(self, kind: str) -> list[tuple[str, int, str]]:
+        return [(c, status, out) for k, c, status, out in self.ran if k == kind]
+
+    def test_it_walks_the_lab_from_build_to_check(self):
+        kinds = {kind for kind, _, _, _ in self.ran}
+        self.assertLessEqual({"configure", "build", "ctest", "tests", "grader"}, kinds,
+                             self.ran)
+        self.assertTrue(any(re.match(r"python3 -m grader check \d\d$", c)
+                            for c, _, _ in self.commands("grader")), self.ran)
+
+    def test_builds_and_grader_commands_end_well(self):
+        for kind in ("configure", "build", "grader"):
+            for command, status, output in self.commands(kind):
+                with self.subTest(command=command):
+                    self.assertEqual(status, 0, output[-3000:])
+                    self.assertNotIn("Traceback", output)
+                    self.assertNotIn("grader problem", output)
+
+    def test_the_tests_run_and_fail_only_as_the_readme_says(self):
+        said = " ".join(self.readme.split())
+        skeleton_fails = "Your tests fail until you have done the lab's work" in said
+        for command, status, output in self.commands("ctest"):
+            with self.subTest(command=command):
+                statuses = ctest_statuses(output)
+                self.assertTrue(statuses, output[-3000:])
+                for name, how in statuses.items():
+                    allowed = {"Passed", "Skipped"} | (
+                        {"Failed"} if skeleton_fails and ".student." in name else set())
+                    if self.no_gpu and ".gpu" in name:
+                        allowed -= {"Passed"}
+                    self.assertIn(how, allowed, f"{name}: {how}\n{output[-3000:]}")
+                self.assertIn(status, (0, 8) if skeleton_fails else (0,), output[-3000:])
+        for command, status, output in self.commands("tests"):  # a test executable itself
+            with self.subTest(command=command):
+                self.assertGreaterEqual(status, 0, output[-3000:])  # not killed by a signal
+                self.assertTrue(status == 0 or skeleton_fails, output[-3000:])
+                self.assertRegex(output, r"All tests passed|test cases:")
+
+    def test_check_prints_its_table(self):
+        checks = [(c, out) for c, _, out in self.commands("grader") if " check " in c]
+        self.assertTrue(checks)
+        for command, output in checks:
+            with self.subTest(command=command):
+                self.assertIn(f"Grade for {self.out.name} (seed", output)
+                self.assertRegex(output, rf"(?m)^{self.nn} .+ pts")
+                if self.no_gpu:
+                    self.assertIn("no CUDA device", output)
+                    self.assertRegex(output, r"\d+ passed.*, \d+ need a GPU")
+
+    def test_a_bench_without_a_gpu_says_so(self):
+        said = re.search(r"a bench says so and exits with status (\d+)",
+                         " ".join(self.readme.split()))
+        self.assertIsNotNone(said, "the README says how a bench ends without a GPU")
+        benches = self.commands("bench")
+        self.assertTrue(benches)
+        headings = {ln.lstrip("#").strip() for ln in self.readme.splitlines()
+                    if ln.startswith("#")}
+        for command, status, output in benches:
+            with self.subTest(command=command):
+                if not self.no_gpu:
+                    self.assertEqual(status, 0, output[-3000:])
+                    continue
+                self.assertEqual(status, int(said.group(1)), output[-3000:])
+                section = re.search(r"see README '([^']+)'", output)
+                self.assertIsNotNone(section, output)
+                self.assertIn(section.group(1), headings)
 
 
 class OverlayUnitTest(unittest.TestCase):
