@@ -69,6 +69,8 @@ class LabSections:
         self._held: ExitStack | None = None
         self._device: Any = None
         self._before: str | None = None
+        self._since = 0.0
+        self.busy_seconds = 0.0  # how long any section was open: the grade's GPU time
 
     @contextmanager
     def section(self, stage: str) -> Iterator[Any]:
@@ -100,6 +102,7 @@ class LabSections:
         held = ExitStack()
         self._device = held.enter_context(self.outer(stage))
         self._held = held
+        self._since = time.monotonic()
         if self._device is not None and self.env is not None:
             self._before = self.env.get("CUDA_VISIBLE_DEVICES")
             self.env["CUDA_VISIBLE_DEVICES"] = str(self._device)
@@ -116,6 +119,7 @@ class LabSections:
                 else:
                     self.env["CUDA_VISIBLE_DEVICES"] = self._before
             held, self._held, self._device = self._held, None, None
+            self.busy_seconds += time.monotonic() - self._since
             held.close()
         self._cond.notify_all()
 

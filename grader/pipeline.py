@@ -35,6 +35,7 @@ from .stages import build, prepare
 from .stages.job import LabJob
 from .stages.lab import grade_lab
 from .tools import find_catch2, probe_toolchain, query_gpus
+from .workspace import usable_cpus
 
 GRADER_VERSION = __version__  # the one version (grader/__init__.py), in every result.json
 
@@ -110,18 +111,19 @@ def grade(opts: Options, result: GradeResult | None = None) -> GradeResult:
     has_gpu = bool(gpus) if opts.gpu is None else bool(opts.gpu and gpus)
     keep = opts.work_dir is not None
     work = Path(opts.work_dir or tempfile.mkdtemp(prefix="cml-grade-")).resolve()
+    sections = LabSections(opts.gpu_section)
     try:
-        _grade_in(work, opts, result, has_gpu, why_no_gpu)
+        _grade_in(work, opts, result, has_gpu, why_no_gpu, sections)
     finally:
         grade_totals(result)
-        result.gpu_seconds = round(sum(sum(lab.gpu_seconds.values()) for lab in result.labs), 2)
+        result.gpu_seconds = round(sections.busy_seconds, 2)
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
     return result
 
 
 def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
-              why_no_gpu: str) -> None:
+              why_no_gpu: str, sections: LabSections) -> None:
     say = lambda text: _say(opts, text)
     ready = prepare.trees(work, opts.submission, opts.source_root, opts.labs, has_gpu,
                           opts.build_timeout, say, opts.cache)
@@ -137,7 +139,7 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
     src = ready.trees.src
     jobs: list[LabJob] = []
     seconds: list[dict[str, float]] = []
-    sections = LabSections(opts.gpu_section, ready.trees.run_env)
+    sections.env = ready.trees.run_env  # the device a batch's lock yields is set there
     for lab in ready.labs:
         rubric = ready.rubrics[lab.folder]
         seconds.append({})
@@ -160,9 +162,14 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
     _grade_labs(labs, result, src, folders)
 
 
-# Labs of one grade graded at the same time: their GPU sections share or take the GPU as
-# gpu.LabSections says, their builds (where a lab builds alone) take turns.
-LAB_WORKERS = 4
+# Labs of one grade graded at the same time (at most this many, and half the CPUs the grade
+# may use): their GPU sections share or take the GPU as gpu.LabSections says, their builds
+# (where a lab builds alone) take turns.
+LAB_WORKERS = 8
+
+
+def lab_workers(labs: int) -> int:
+    return max(1, min(labs, LAB_WORKERS, usable_cpus() // 2))
 
 
 @dataclass
@@ -180,7 +187,7 @@ class _LabRun:
 
 def _grade_labs(labs: list[_LabRun], result: GradeResult, src: Path,
                 folders: list[Path]) -> None:
-    """Grades each lab in a worker thread (LAB_WORKERS at a time), its result in its place
+    """Grades each lab in a worker thread (lab_workers() at a time), its result in its place
     in `result.labs`. An interrupt (SIGINT, SIGTERM, the time limit: raised in this thread)
     stops the processes running, lets no new one start, and waits for the workers: each lab
     not finished is recorded as interrupted, and the interrupt goes on up."""
@@ -204,7 +211,7 @@ def _grade_labs(labs: list[_LabRun], result: GradeResult, src: Path,
         finally:
             _finish_lab(run, time.monotonic() - start, src, folders, result)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(LAB_WORKERS, len(labs))),
+    with ThreadPoolExecutor(max_workers=lab_workers(len(labs)),
                             thread_name_prefix="cml-lab") as pool:
         futures = [pool.submit(one, run) for run in labs]
         try:

@@ -285,7 +285,9 @@ class GradeResult:
     # How student code was contained: {"tool": "bubblewrap 0.8.0", "jailed": true} or, where
     # no jail could be made, {"jailed": false, "why": ...} (grading went on, less protected)
     sandbox: dict[str, Any] = field(default_factory=dict)
-    gpu_seconds: float = 0.0  # the labs' gpu_seconds, added up
+    # how long any lab of it was on the GPU (the labs' sections overlap: less than their
+    # gpu_seconds added up)
+    gpu_seconds: float = 0.0
     # A late submission of a batch with a late policy (grader/batch/deadlines.py): {"factor": 0.8,
     # "label": "late 1.20 days (-20%)", "points": the score after the penalty,
     # "unpenalised_points": `points` above, "deadline", "commit_time"}; {} when on time

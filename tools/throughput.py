@@ -125,7 +125,8 @@ def main() -> int:
     if result.is_file():
         total, stages = gpu_seconds(result)
         rows.append(("GPU-seconds per submission", f"{total:.1f}"))
-        rows.append(("  by stage", ", ".join(f"{k} {v:.1f}" for k, v in sorted(stages.items()))))
+        rows.append(("  by stage (labs overlap)",
+                     ", ".join(f"{k} {v:.1f}" for k, v in sorted(stages.items()))))
     if len(points) > 1:
         spread = {lab: max(pt.get(lab, 0) for pt in points) - min(pt.get(lab, 0)
                                                                  for pt in points)

@@ -158,6 +158,9 @@ class LabSectionsTest(unittest.TestCase):
             self.assertEqual(device, "1")
             self.assertEqual(env["CUDA_VISIBLE_DEVICES"], "1")
         self.assertFalse(other.try_acquire())  # the first section still holds it
+        time.sleep(0.1)
         first.__exit__(None, None, None)
         self.assertEqual(env["CUDA_VISIBLE_DEVICES"], "0,1")
         self.assertTrue(other.try_acquire())
+        self.assertGreaterEqual(sections.busy_seconds, 0.1)  # once, though two overlapped
+        self.assertLess(sections.busy_seconds, 1.0)

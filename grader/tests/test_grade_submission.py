@@ -134,7 +134,7 @@ class LabsTogetherTest(unittest.TestCase):
 
     def grade(self, grade_lab, workers: int = 4) -> None:
         with mock.patch.object(pipeline, "grade_lab", grade_lab), \
-                mock.patch.object(pipeline, "LAB_WORKERS", workers):
+                mock.patch.object(pipeline, "lab_workers", return_value=workers):
             pipeline._grade_labs(self.labs, self.result, ROOT, [])
 
     def test_labs_run_at_the_same_time_and_keep_their_order(self):
