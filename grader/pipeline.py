@@ -139,15 +139,17 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
     src = ready.trees.src
     jobs: list[LabJob] = []
     seconds: list[dict[str, float]] = []
+    waits: list[dict[str, float]] = []
     sections.env = ready.trees.run_env  # the device a batch's lock yields is set there
     for lab in ready.labs:
         rubric = ready.rubrics[lab.folder]
         seconds.append({})
+        waits.append({})
         jobs.append(LabJob(LabPaths(lab.folder, lab.number, lab.topic, src), rubric,
                            ready.trees, opts.seed, opts.build_timeout or rubric.build_timeout_s,
                            opts.test_timeout or rubric.test_timeout_s, has_gpu, why_no_gpu,
                            ready.missing[lab.folder], ready.student_paths[lab.folder], say,
-                           timed(sections.section, seconds[-1]),
+                           timed(sections.section, seconds[-1], waited=waits[-1]),
                            log=opts.log or (lambda text: None)))
     try:  # one build per tree for every lab; a lab that fails builds alone, later
         build.together(jobs)
@@ -155,8 +157,8 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
         raise
     except Exception as err:  # each lab then builds (and fails) on its own
         say(f"building the labs together failed ({err}); building them one at a time")
-    labs = [_LabRun(lab, job, gpu_seconds) for lab, job, gpu_seconds in zip(ready.labs, jobs,
-                                                                            seconds)]
+    labs = [_LabRun(lab, job, gpu_seconds, waited)
+            for lab, job, gpu_seconds, waited in zip(ready.labs, jobs, seconds, waits)]
     result.labs += [run.result for run in labs]
     folders = [work, opts.source_root, ROOT] + ([opts.cache] if opts.cache else [])
     _grade_labs(labs, result, src, folders)
@@ -177,6 +179,7 @@ class _LabRun:
     lab: LabPaths
     job: LabJob
     gpu_seconds: dict[str, float]
+    gpu_waited: dict[str, float] = field(default_factory=dict)
     result: LabResult = field(init=False)
     done: bool = False
 
@@ -240,6 +243,7 @@ def _finish_lab(run: _LabRun, wall: float, src: Path, folders: list[Path],
     lab_result = run.result
     lab_result.wall_seconds = round(wall, 2)
     lab_result.gpu_seconds = {k: round(v, 2) for k, v in run.gpu_seconds.items()}
+    lab_result.gpu_waited = {k: round(v, 2) for k, v in run.gpu_waited.items() if v >= 0.01}
     leaks.Secrets.of_lab(src, run.lab.folder, folders).scrub_lab(lab_result)
     leave_out_unmeasured(lab_result)
     lab_totals(lab_result)

@@ -246,6 +246,9 @@ class LabResult:
     # seconds on the GPU per GPU stage (tests, sanitizer, bench, profiler): wall time inside
     # each GPU section, waiting for the GPU lock excluded
     gpu_seconds: dict[str, float] = field(default_factory=dict)
+    # seconds spent waiting to enter each GPU stage's section: for another lab's bench or
+    # profiler (the labs of a grade run side by side), or for another grade's GPU lock
+    gpu_waited: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:  # records given as the plain dicts of result.json
         if isinstance(self.build, dict):

@@ -54,11 +54,12 @@ def grader(args: list[str], log: Path) -> float:
     return seconds
 
 
-def gpu_seconds(result: Path) -> tuple[float, dict[str, float]]:
+def gpu_seconds(result: Path, key: str = "gpu_seconds") -> tuple[float, dict[str, float]]:
+    """The grade's GPU-seconds and its labs' `key` (gpu_seconds, gpu_waited) per stage."""
     data = json.loads(result.read_text())
     stages: dict[str, float] = {}
     for lab in data.get("labs", []):
-        for stage, s in (lab.get("gpu_seconds") or {}).items():
+        for stage, s in (lab.get(key) or {}).items():
             stages[stage] = stages.get(stage, 0.0) + s
     return float(data.get("gpu_seconds") or sum(stages.values())), stages
 
@@ -127,6 +128,9 @@ def main() -> int:
         rows.append(("GPU-seconds per submission", f"{total:.1f}"))
         rows.append(("  by stage (labs overlap)",
                      ", ".join(f"{k} {v:.1f}" for k, v in sorted(stages.items()))))
+        _, waits = gpu_seconds(result, "gpu_waited")
+        rows.append(("  waited to enter, by stage",
+                     ", ".join(f"{k} {v:.1f}" for k, v in sorted(waits.items())) or "none"))
     if len(points) > 1:
         spread = {lab: max(pt.get(lab, 0) for pt in points) - min(pt.get(lab, 0)
                                                                  for pt in points)

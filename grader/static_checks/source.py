@@ -19,6 +19,18 @@ from .scan import scan_attributes, scan_namespaces
 _ASM = {"asm", "__asm", "__asm__"}
 
 
+def _code(source: str) -> str:
+    """`source` without its comments and preprocessor directives: what must show up as the
+    file's own lines once preprocessed (a file of #include lines alone has none)."""
+    kept, directive = [], False
+    for line in strip_comments(source).splitlines():
+        if directive or line.lstrip().startswith("#"):
+            directive = line.rstrip().endswith("\\")
+            continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
 def _pragma_allowed(text: str, allowed: list[str]) -> bool:
     words = " ".join(re.split(r"[\s(]+", text.strip(), maxsplit=2)[:2])
     for a in allowed:
@@ -153,7 +165,7 @@ def check_preprocessed(pre: Preprocessed, rules: LabRules, project: str,
                 "test sources, solutions or any other file"))
     report.files = sorted(seen_files)
     report.own_lines = max((len(o) for o in own_all), default=0)
-    if report.own_lines == 0 and re.search(r"[A-Za-z0-9_]", strip_comments(source_text)) \
+    if report.own_lines == 0 and re.search(r"[A-Za-z0-9_]", _code(source_text)) \
             and not report.violations:  # (a #line refusal explains it)
         raise CheckError("the student's own lines were not found in the preprocessed file "
                          f"(main file {student})")

@@ -31,7 +31,7 @@ UPDATE = bool(os.environ.get("CML_UPDATE_GOLDEN"))
 
 # Keys whose values depend on the machine, the clock or the folder, never on the grading.
 VOLATILE = {"created", "wall_seconds", "seconds", "tools", "sandbox", "submission",
-            "binaries", "grader_version", "gpu_seconds"}
+            "binaries", "grader_version", "gpu_seconds", "gpu_waited"}
 
 
 def normalise(value: Any) -> Any:

@@ -164,3 +164,18 @@ class LabSectionsTest(unittest.TestCase):
         self.assertTrue(other.try_acquire())
         self.assertGreaterEqual(sections.busy_seconds, 0.1)  # once, though two overlapped
         self.assertLess(sections.busy_seconds, 1.0)
+
+    def test_the_wait_to_enter_is_counted_apart_from_the_time_inside(self):
+        sections = gpu.LabSections()
+        seconds: dict = {}
+        waited: dict = {}
+        section = gpu.timed(sections.section, seconds, waited=waited)
+        bench = sections.section("bench")
+        bench.__enter__()
+        timer = threading.Timer(0.3, lambda: bench.__exit__(None, None, None))
+        timer.start()
+        with section("tests"):  # waits for the bench to end
+            time.sleep(0.1)
+        timer.join()
+        self.assertGreaterEqual(waited["tests"], 0.25)
+        self.assertLess(seconds["tests"], waited["tests"])

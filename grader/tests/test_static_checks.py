@@ -102,13 +102,13 @@ class PreprocessedTextTest(unittest.TestCase):
     """check_preprocessed on hand-written preprocessor output."""
 
     def check(self, body: list[str], student: str = "/p/labs/04_tiled_matmul/s.cu",
-              seen_as: str | None = None):
+              seen_as: str | None = None, source: str = ""):
         with tempfile.TemporaryDirectory() as tmp:
             host = Path(tmp) / "host.ii"
             host.write_text(_ii(seen_as or student, body))
             pre = sc.Preprocessed(host, [], student, "/nonexistent/cuda/include",
                                   ["/usr/include/c++/12", "/usr/include"])
-            return sc.check_preprocessed(pre, _rules(), "/p", "s.cu", source_text="")
+            return sc.check_preprocessed(pre, _rules(), "/p", "s.cu", source_text=source)
 
     def test_own_lines_tokens(self):
         r = self.check(["int f() { __asm__ volatile(\"\"); return 0; }",
@@ -184,6 +184,16 @@ class PreprocessedTextTest(unittest.TestCase):
     def test_own_lines_not_found_is_a_check_error(self):
         with self.assertRaises(sc.CheckError):
             self.check(["int a;"], seen_as="/elsewhere/other.cu")
+
+    def test_a_file_of_directives_alone_has_no_own_lines_to_find(self):
+        # A stub that only includes the lab's header: nothing of its own survives
+        # preprocessing, and that is no fault of the grader's (the link names what is missing).
+        source = ('#include <cuda_runtime.h>\n#include "tiled_matmul.cuh"\n'
+                  "#define TILE \\\n  16\n// nothing yet\n")
+        r = self.check([], source=source)
+        self.assertEqual((r.own_lines, r.violations), (0, []))
+        with self.assertRaises(sc.CheckError):  # code of its own that never showed up
+            self.check([], source=source + "int lab04_helper();\n")
 
 
 class MessageTest(unittest.TestCase):
