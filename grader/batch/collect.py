@@ -168,7 +168,9 @@ def summary_markdown(plan: Plan, scores: dict[str, list[float]], maxima: dict[st
         out += [f"Not graded yet: {', '.join(missing)}.", ""]
     if not_graded:
         out += [f"{not_graded} lab result(s) have GPU parts that were **not graded** (no "
-                "CUDA device): their points count in the maximum and earn nothing.", ""]
+                "CUDA device): their points count in the maximum and earn nothing, so those "
+                "grades are **provisional** (host parts only). Grade the batch again on a GPU "
+                "for the final grades.", ""]
     out += ["## Scores per lab", "", "| Lab | Graded | Min | Median | Max | Out of |",
             "|---|---:|---:|---:|---:|---:|"]
     for lab in plan.labs:

@@ -298,6 +298,7 @@ class CollectTest(TmpCase):
         self.assertIn("| 04_tiled_matmul | 5 | 0 | 5 | 25 | 100 |", summary)
         self.assertIn("Not graded yet: gus", summary)
         self.assertIn("**not graded**", summary)
+        self.assertIn("**provisional** (host parts only)", summary)
         self.assertEqual(manifest["students"]["fay"]["status"], "timeout")
         self.assertEqual(json.loads((out / "manifest.json").read_text())["seed"], 7)
 
