@@ -20,7 +20,7 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -214,28 +214,31 @@ def _grade_labs(labs: list[_LabRun], result: GradeResult, src: Path,
         finally:
             _finish_lab(run, time.monotonic() - start, src, folders, result)
 
-    with ThreadPoolExecutor(max_workers=lab_workers(len(labs)),
-                            thread_name_prefix="cml-lab") as pool:
-        futures = [pool.submit(one, run) for run in labs]
+    pool = ThreadPoolExecutor(max_workers=lab_workers(len(labs)), thread_name_prefix="cml-lab")
+    futures: list[Future] = []
+    try:  # the interrupt may come at any line, submitting included
+        for run in labs:
+            futures.append(pool.submit(one, run))
+        for future in futures:
+            future.result()
+    except Interrupted:
+        sandbox.stop_starting()
+        sandbox.kill_all()  # what a worker started since the handler's kill
         try:
             for future in futures:
-                future.result()
-        except Interrupted:
-            sandbox.stop_starting()
-            sandbox.kill_all()  # what a worker started since the handler's kill
-            try:
-                for future in futures:
-                    future.cancel()
-                wait(futures)
-            finally:
-                sandbox.stop_starting(False)
-            for run in labs:
-                if not run.done:  # never started
-                    run.result.failure = INTERRUPTED
-                    finish_unfinished(run.result, run.job.rubric, "grading was interrupted")
-                    result.errors.append(f"{run.lab.folder}: grading was interrupted")
-                    _finish_lab(run, 0.0, src, folders, result)
-            raise
+                future.cancel()
+            wait(futures)
+        finally:
+            sandbox.stop_starting(False)
+        for run in labs:
+            if not run.done:  # never started
+                run.result.failure = INTERRUPTED
+                finish_unfinished(run.result, run.job.rubric, "grading was interrupted")
+                result.errors.append(f"{run.lab.folder}: grading was interrupted")
+                _finish_lab(run, 0.0, src, folders, result)
+        raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 def _finish_lab(run: _LabRun, wall: float, src: Path, folders: list[Path],

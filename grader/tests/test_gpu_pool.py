@@ -93,8 +93,9 @@ class LabSectionsTest(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def overlap(self, first: str, second: str) -> bool:
-        """Whether a section of `second` starts while one of `first` is open."""
+    def overlap(self, first: str, second: str, wait: float) -> bool:
+        """Whether a section of `second` starts within `wait` seconds while one of `first` is
+        open."""
         sections = gpu.LabSections()
         entered = threading.Event()
 
@@ -105,20 +106,20 @@ class LabSectionsTest(unittest.TestCase):
         with sections.section(first):
             worker = threading.Thread(target=later)
             worker.start()
-            overlapped = entered.wait(0.5)
+            overlapped = entered.wait(wait)
         worker.join(5)
         self.assertTrue(entered.is_set())  # it ran once the first had ended
         return overlapped
 
     def test_shared_stages_overlap(self):
-        self.assertTrue(self.overlap("tests", "sanitizer"))
-        self.assertTrue(self.overlap("tests", "tests"))
+        self.assertTrue(self.overlap("tests", "sanitizer", wait=10))
+        self.assertTrue(self.overlap("tests", "tests", wait=10))
 
     def test_a_bench_or_a_profiler_runs_alone(self):
         for first, second in [("tests", "bench"), ("bench", "tests"), ("bench", "profiler"),
                               ("sanitizer", "profiler"), ("profiler", "sanitizer")]:
             with self.subTest(first=first, second=second):
-                self.assertFalse(self.overlap(first, second))
+                self.assertFalse(self.overlap(first, second, wait=0.5))
 
     def test_a_waiting_bench_holds_back_new_shared_sections(self):
         sections = gpu.LabSections()
@@ -138,7 +139,9 @@ class LabSectionsTest(unittest.TestCase):
             b = threading.Thread(target=bench)
             b.start()
             bench_waiting.wait(5)
-            time.sleep(0.2)  # the bench is waiting on the condition by now
+            deadline = time.monotonic() + 10
+            while sections._waiting == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)  # until the bench waits on the condition
             t = threading.Thread(target=tests)
             t.start()
             time.sleep(0.2)
@@ -175,7 +178,7 @@ class LabSectionsTest(unittest.TestCase):
         timer = threading.Timer(0.3, lambda: bench.__exit__(None, None, None))
         timer.start()
         with section("tests"):  # waits for the bench to end
-            time.sleep(0.1)
+            time.sleep(0.02)
         timer.join()
         self.assertGreaterEqual(waited["tests"], 0.25)
         self.assertLess(seconds["tests"], waited["tests"])

@@ -149,10 +149,8 @@ class LabsTogetherTest(unittest.TestCase):
             with lock:
                 at_once[0] -= 1
 
-        start = time.monotonic()
         self.grade(grade_lab, workers=4)
-        self.assertLess(time.monotonic() - start, 0.45)  # five labs of 0.1-0.3 s, four at once
-        self.assertEqual(peak[0], 4)
+        self.assertEqual(peak[0], 4)  # four at once
         self.assertEqual([lab.lab for lab in self.result.labs],
                          ["01_lab", "02_lab", "03_lab", "04_lab", "05_lab"])
         self.assertTrue(all(run.done for run in self.labs))
@@ -171,14 +169,21 @@ class LabsTogetherTest(unittest.TestCase):
         main = threading.get_ident()
         started = threading.Event()
 
+        def stopping_in_force() -> None:
+            """Until the main thread has handled the signal (at most 10 s: then the labs go
+            on, and the test fails)."""
+            deadline = time.monotonic() + 10
+            while not sandbox.stopping() and time.monotonic() < deadline:
+                time.sleep(0.01)
+
         def grade_lab(job, lab_result):
             if lab_result.lab == "01_lab":
                 started.wait(5)
                 signal.pthread_kill(main, signal.SIGINT)
-                time.sleep(0.5)  # its process, killed by the handler, ends
-                raise RuntimeError("its process was killed")
+                stopping_in_force()
+                raise RuntimeError("its process was killed")  # by the handler's kill_all
             started.set()
-            time.sleep(0.3)
+            stopping_in_force()
             sandbox.run(["true"], cwd=Path("/"), timeout=5, env={})  # refused: stopping
             lab_result.points = 1.0
 
