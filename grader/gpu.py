@@ -134,32 +134,23 @@ def lock_path(base: str, device: int | str | None = None) -> str:
 
 
 def timed(section: GpuSection, seconds: dict[str, float],
-          env: dict[str, str] | None = None,
           waited: dict[str, float] | None = None) -> GpuSection:
     """`section`, adding the wall time spent inside it (after any wait for the lock) to
     seconds[stage]: the GPU-seconds a grade records per stage; and the time spent waiting
-    to enter it (another lab's bench, another grade's lock) to waited[stage]. The device the
-    section yields, if any, becomes env's CUDA_VISIBLE_DEVICES while it runs."""
+    to enter it (another lab's bench, another grade's lock) to waited[stage]. (The device a
+    batch's lock yields is set by LabSections, once for every lab inside.)"""
 
     @contextmanager
     def inner(stage: str) -> Iterator[Any]:
         asked = time.monotonic()
         with section(stage) as device:
-            if waited is not None:
-                waited[stage] = waited.get(stage, 0.0) + time.monotonic() - asked
-            before = env.get("CUDA_VISIBLE_DEVICES") if env is not None else None
-            if device is not None and env is not None:
-                env["CUDA_VISIBLE_DEVICES"] = str(device)
             start = time.monotonic()
+            if waited is not None:
+                waited[stage] = waited.get(stage, 0.0) + start - asked
             try:
                 yield device
             finally:
                 seconds[stage] = seconds.get(stage, 0.0) + time.monotonic() - start
-                if device is not None and env is not None:
-                    if before is None:
-                        env.pop("CUDA_VISIBLE_DEVICES", None)
-                    else:
-                        env["CUDA_VISIBLE_DEVICES"] = before
     return inner
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from . import __version__, leaks, sandbox
+from . import __version__, leaks, parallel, sandbox
 from .gpu import GpuSection, LabSections, no_lock, timed
 from .paths import ROOT, LabPaths
 from .result import GRADER_ERROR, INTERRUPTED, NOT_CONFIGURED, GradeResult, LabResult
@@ -204,9 +204,7 @@ def _grade_labs(labs: list[_LabRun], result: GradeResult, src: Path,
         except Exception as err:
             with errors_lock:
                 if sandbox.stopping():
-                    lab_result.failure = INTERRUPTED
-                    finish_unfinished(lab_result, rubric, "grading was interrupted")
-                    result.errors.append(f"{folder}: grading was interrupted")
+                    _interrupted(run, result)
                 else:  # the grader's own failure: say so, grade the other labs
                     lab_result.failure = GRADER_ERROR
                     result.errors.append(grader_failed(err, folder))
@@ -219,7 +217,7 @@ def _grade_labs(labs: list[_LabRun], result: GradeResult, src: Path,
     try:  # the interrupt may come at any line, submitting included
         for run in labs:
             futures.append(pool.submit(one, run))
-        for future in futures:
+        for future in parallel.as_completed(futures):
             future.result()
     except Interrupted:
         sandbox.stop_starting()
@@ -232,13 +230,17 @@ def _grade_labs(labs: list[_LabRun], result: GradeResult, src: Path,
             sandbox.stop_starting(False)
         for run in labs:
             if not run.done:  # never started
-                run.result.failure = INTERRUPTED
-                finish_unfinished(run.result, run.job.rubric, "grading was interrupted")
-                result.errors.append(f"{run.lab.folder}: grading was interrupted")
+                _interrupted(run, result)
                 _finish_lab(run, 0.0, src, folders, result)
         raise
     finally:
         pool.shutdown(wait=True)
+
+
+def _interrupted(run: _LabRun, result: GradeResult) -> None:
+    run.result.failure = INTERRUPTED
+    finish_unfinished(run.result, run.job.rubric, "grading was interrupted")
+    result.errors.append(f"{run.lab.folder}: grading was interrupted")
 
 
 def _finish_lab(run: _LabRun, wall: float, src: Path, folders: list[Path],

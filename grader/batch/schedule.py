@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import sandbox
+from ..parallel import as_completed
 from ..exports.common import pending_points
 from .fingerprint import grader_fingerprint, submission_key
 from .plan import GRADER_ERROR, INTERRUPTED, Plan, is_current, load_result, read_stamp
@@ -132,7 +133,7 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
         with cf.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = [pool.submit(one, i) for i in todo]
             try:
-                for future in _as_completed(futures):
+                for future in as_completed(futures):
                     outcome = future.result()
                     outcomes.append(outcome)
                     if report:
@@ -179,21 +180,6 @@ def restore(saved: tuple[dict, set]) -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     for s, handler in handlers.items():
         signal.signal(s, handler)
-
-
-# How long the main thread waits for a task at a time. The kernel may hand a signal sent to
-# the batch to any of its threads; Python runs the handler in the main thread, which notices
-# only when it wakes: waiting in slices keeps an interrupt from waiting for the next grade.
-WAIT_SLICE_S = 0.2
-
-
-def _as_completed(futures: list[cf.Future]):
-    """cf.as_completed, waking every WAIT_SLICE_S so that a pending interrupt is raised."""
-    pending = set(futures)
-    while pending:
-        done, pending = cf.wait(pending, timeout=WAIT_SLICE_S,
-                                return_when=cf.FIRST_COMPLETED)
-        yield from (f for f in futures if f in done)
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -45,13 +45,13 @@ class PoolTest(unittest.TestCase):
     def test_timed_section_sets_the_device_and_counts_seconds(self):
         env = {"CUDA_VISIBLE_DEVICES": "0,1"}
         seconds: dict = {}
-        section = gpu.timed(gpu.GpuPool(self.base, self.devices, prefer=1).section, seconds,
-                            env)
+        pool = gpu.GpuPool(self.base, self.devices, prefer=1)
+        section = gpu.timed(gpu.LabSections(pool.section, env).section, seconds)
         with section("bench"):
             self.assertEqual(env["CUDA_VISIBLE_DEVICES"], "1")
         self.assertEqual(env["CUDA_VISIBLE_DEVICES"], "0,1")
         self.assertIn("bench", seconds)
-        with gpu.timed(gpu.no_lock, seconds, env)("tests"):
+        with gpu.timed(gpu.LabSections(gpu.no_lock, env).section, seconds)("tests"):
             self.assertEqual(env["CUDA_VISIBLE_DEVICES"], "0,1")
         self.assertEqual(set(seconds), {"bench", "tests"})
 
