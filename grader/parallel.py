@@ -13,7 +13,7 @@ import concurrent.futures as cf
 import threading
 from typing import Callable, Iterator, Sequence, TypeVar
 
-from . import sandbox
+from . import costs, sandbox
 from .workspace import usable_cpus
 
 T = TypeVar("T")
@@ -40,6 +40,7 @@ def run_all(tasks: Sequence[Callable[[], T]], limit: int | None = None,
     starts another process, the processes still running are killed, every thread is
     joined, and the interrupt goes on up."""
     limit = max(1, min(limit or usable_cpus(), len(tasks)))
+    tasks = [costs.carry(task) for task in tasks]  # each counted for the caller's stage
     if limit == 1:
         return [task() for task in tasks]  # in the caller's thread, as serial code does
     stop = stop if stop is not None else threading.Event()

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__, leaks, parallel, sandbox
+from .costs import Meter, timed_device_seconds
 from .gpu import GpuSection, LabSections, no_lock, timed
 from .paths import ROOT, LabPaths
 from .result import GRADER_ERROR, INTERRUPTED, NOT_CONFIGURED, GradeResult, LabResult
@@ -125,8 +126,20 @@ def grade(opts: Options, result: GradeResult | None = None) -> GradeResult:
 def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
               why_no_gpu: str, sections: LabSections) -> None:
     say = lambda text: _say(opts, text)
-    ready = prepare.trees(work, opts.submission, opts.source_root, opts.labs, has_gpu,
-                          opts.build_timeout, say, opts.cache)
+    grade_costs = Meter()
+    try:
+        with grade_costs.stage("prepare"):
+            ready = prepare.trees(work, opts.submission, opts.source_root, opts.labs, has_gpu,
+                                  opts.build_timeout, say, opts.cache)
+        _grade_ready(ready, work, opts, result, has_gpu, why_no_gpu, sections, grade_costs)
+    finally:
+        result.stages = grade_costs.record()
+
+
+def _grade_ready(ready: prepare.Prepared, work: Path, opts: Options, result: GradeResult,
+                 has_gpu: bool, why_no_gpu: str, sections: LabSections,
+                 grade_costs: Meter) -> None:
+    say = lambda text: _say(opts, text)
     result.sandbox = ready.sandbox
     result.errors += ready.errors
     if ready.trees is None:
@@ -152,7 +165,8 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
                            timed(sections.section, seconds[-1], waited=waits[-1]),
                            log=opts.log or (lambda text: None)))
     try:  # one build per tree for every lab; a lab that fails builds alone, later
-        build.together(jobs)
+        with grade_costs.stage("build"):
+            build.together(jobs)
     except Interrupted:
         raise
     except Exception as err:  # each lab then builds (and fails) on its own
@@ -249,6 +263,9 @@ def _finish_lab(run: _LabRun, wall: float, src: Path, folders: list[Path],
     lab_result.wall_seconds = round(wall, 2)
     lab_result.gpu_seconds = {k: round(v, 2) for k, v in run.gpu_seconds.items()}
     lab_result.gpu_waited = {k: round(v, 2) for k, v in run.gpu_waited.items() if v >= 0.01}
+    lab_result.stages = run.job.costs.record()
+    if lab_result.timing is not None and "bench" in lab_result.stages:
+        lab_result.stages["bench"]["device_seconds"] = timed_device_seconds(lab_result.timing)
     leaks.Secrets.of_lab(src, run.lab.folder, folders).scrub_lab(lab_result)
     leave_out_unmeasured(lab_result)
     lab_totals(lab_result)

@@ -249,6 +249,9 @@ class LabResult:
     # seconds spent waiting to enter each GPU stage's section: for another lab's bench or
     # profiler (the labs of a grade run side by side), or for another grade's GPU lock
     gpu_waited: dict[str, float] = field(default_factory=dict)
+    # where the lab's time went (grader/costs.py): stage -> {"wall_seconds", "processes",
+    # "tool_starts": {tool: count}}, waits for a GPU section included in the wall time
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:  # records given as the plain dicts of result.json
         if isinstance(self.build, dict):
@@ -291,6 +294,9 @@ class GradeResult:
     # how long any lab of it was on the GPU (the labs' sections overlap: less than their
     # gpu_seconds added up)
     gpu_seconds: float = 0.0
+    # the grade's own stages before its labs (grader/costs.py): "prepare" (the trees, the
+    # configure) and "build" (every lab's targets in one build), as in LabResult.stages
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
     # A late submission of a batch with a late policy (grader/batch/deadlines.py): {"factor": 0.8,
     # "label": "late 1.20 days (-20%)", "points": the score after the penalty,
     # "unpenalised_points": `points` above, "deadline", "commit_time"}; {} when on time

@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import confine, seccomp
+from . import confine, costs, seccomp
 
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
 UNPRIVILEGED_USERS = ("nobody", "nfsnobody")
@@ -586,6 +586,7 @@ def _run(cmd: list[str], argv: list[str], popen_cwd: Path, popen_env: dict[str, 
          channels: list[Channel] | tuple[Channel, ...], filter_fd: int | None,
          done: threading.Event | None = None) -> Outcome:
     with tempfile.TemporaryFile() as out:
+        costs.started(cmd)
         try:
             proc = subprocess.Popen(argv, cwd=popen_cwd, env=popen_env,
                                     stdin=subprocess.DEVNULL, stdout=out,
@@ -681,7 +682,7 @@ def run_pair(checker: list[str], runner: list[str], *, cwd: Path, timeout: float
         finally:
             theirs.close()
 
-    thread = threading.Thread(target=serve, name="cml-runner", daemon=True)
+    thread = threading.Thread(target=costs.carry(serve), name="cml-runner", daemon=True)
     try:
         os.set_inheritable(mine.fileno(), False)
         thread.start()

@@ -6,7 +6,8 @@ submission takes (from result.json), and the wall time of a batch of N submissio
 
 Usage: python3 tools/throughput.py [--labs 01,04] [--batch N] [--jobs J] [--skip-cold]
                                    [--regrades K] [--out DIR]
-Defaults: every lab, a batch of 4, the batch's own --jobs default; about 6 to 9 minutes on
+After the table, where the first warm grade's time went, lab by lab and stage by stage
+(result.json's `stages`). Defaults: every lab, a batch of 4, the batch's own --jobs default; about 6 to 9 minutes on
 a 16-core machine with one H100. Run it as root, like the grader (student code then runs as
 an unprivileged user). --regrades K grades the reference K times warm and shows the
 spread of the performance points per lab (the timing protocol's reproducibility).
@@ -62,6 +63,44 @@ def gpu_seconds(result: Path, key: str = "gpu_seconds") -> tuple[float, dict[str
         for stage, s in (lab.get(key) or {}).items():
             stages[stage] = stages.get(stage, 0.0) + s
     return float(data.get("gpu_seconds") or sum(stages.values())), stages
+
+
+STAGES = ("build", "static", "tests", "sanitizer", "bench", "profiler")
+
+
+def where_time_goes(result: Path) -> list[str]:
+    """Per lab: each stage's wall seconds (its GPU-seconds after a slash, where it has a GPU
+    section), then the lab's wall, GPU-seconds, waits, processes, tool start-ups and the
+    bench's floor (the device time of its timed calls); the grade's own stages last."""
+    data = json.loads(result.read_text())
+    head = ["lab", *STAGES, "wall", "GPU-s", "waited", "procs", "ncu", "sanit.", "floor"]
+    rows = [head]
+    for lab in data.get("labs", []):
+        stages, gpu = lab.get("stages") or {}, lab.get("gpu_seconds") or {}
+        cells = [lab["lab"][:2]]
+        for stage in STAGES:
+            wall = (stages.get(stage) or {}).get("wall_seconds")
+            cell = "-" if wall is None else f"{wall:.1f}"
+            cells.append(cell + (f"/{gpu[stage]:.1f}" if stage in gpu else ""))
+        tools: dict[str, int] = {}
+        for entry in stages.values():
+            for tool, n in (entry.get("tool_starts") or {}).items():
+                tools[tool] = tools.get(tool, 0) + n
+        floor = (stages.get("bench") or {}).get("device_seconds")
+        cells += [f"{lab.get('wall_seconds', 0):.1f}", f"{sum(gpu.values()):.1f}",
+                  f"{sum((lab.get('gpu_waited') or {}).values()):.1f}",
+                  str(sum(e.get("processes", 0) for e in stages.values())),
+                  str(tools.get("ncu", 0)), str(tools.get("compute-sanitizer", 0)),
+                  "-" if floor is None else f"{floor:.2f}"]
+        rows.append(cells)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows]
+    own = data.get("stages") or {}
+    if own:
+        lines.append("before the labs: " + ", ".join(
+            f"{k} {v.get('wall_seconds', 0):.1f} s ({v.get('processes', 0)} processes)"
+            for k, v in own.items()))
+    return lines
 
 
 def perf_points(result: Path) -> dict[str, float]:
@@ -157,6 +196,11 @@ def main() -> int:
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"  {key:<{width}}  {value}")
+    if result.is_file():
+        print("\n  where a warm grade's time goes (s; stage wall/GPU-seconds; floor: the "
+              "device time of the bench's timed calls)")
+        for line in where_time_goes(result):
+            print(f"  {line}")
     if args.out is None:
         print(f"(logs and results: {out})")
     return 0

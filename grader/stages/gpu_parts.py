@@ -22,7 +22,7 @@ def _section(job: LabJob, stage: str, ctx: Context) -> Iterator[None]:
     """The GPU section of `stage`; time spent waiting to enter it (another grader's GPU
     work) does not count against the lab's GPU time."""
     asked = time.monotonic()
-    with job.gpu_section(stage):
+    with job.costs.stage(stage), job.gpu_section(stage):
         ctx.deadline += time.monotonic() - asked
         yield
 

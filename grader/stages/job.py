@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import sandbox
+from ..costs import Meter
 from ..gpu import GpuSection, no_lock
 from ..paths import LabPaths
 from ..rubric import Rubric
@@ -68,3 +69,4 @@ class LabJob:
     # the student's build when it was made together with the other labs' (build.together)
     prebuilt: Any = None
     log: Callable[[str], None] = lambda text: None  # whole build/test output (grade.log)
+    costs: Meter = field(default_factory=Meter)  # each stage's wall time and processes

@@ -22,7 +22,7 @@ _BUILDS = threading.Lock()
 
 def grade_lab(job: LabJob, lab_result: LabResult) -> None:
     rubric = job.rubric
-    with _BUILDS:
+    with job.costs.stage("build"), _BUILDS:
         build.reference(job)
     if job.missing:
         part, lab_result.build = build.no_submission_part(job)
@@ -31,12 +31,13 @@ def grade_lab(job: LabJob, lab_result: LabResult) -> None:
         scoring.finish_unfinished(lab_result, rubric, part.reason)
         return
 
-    with _BUILDS:
+    with job.costs.stage("build"), _BUILDS:
         built = build.student(job)
     if built.compiled:
         # Before any of it runs (also when linking failed: a definition that collides with
         # the harness is better named by the check than by the linker).
-        static_part, violations = static.check(job)
+        with job.costs.stage("static"):
+            static_part, violations = static.check(job)
         lab_result.parts.append(static_part)
         if violations:
             lab_result.build = built.record(errors=[])
@@ -56,8 +57,9 @@ def grade_lab(job: LabJob, lab_result: LabResult) -> None:
     for kind in build.STUDENT_KINDS:
         if binary := binaries[kind]:
             lab_result.binaries[binary.name] = build.sha256(binary)
-    place, canonical = tests.prepare(job, binaries)
-    tested = tests.run(job, place, canonical)
+    with job.costs.stage("tests"):
+        place, canonical = tests.prepare(job, binaries)
+        tested = tests.run(job, place, canonical)
     scored = scoring.correctness(rubric, tested.canonical, tested.runs, job.has_gpu,
                                  job.why_no_gpu)
     lab_result.parts += scored.parts

@@ -31,7 +31,7 @@ UPDATE = bool(os.environ.get("CML_UPDATE_GOLDEN"))
 
 # Keys whose values depend on the machine, the clock or the folder, never on the grading.
 VOLATILE = {"created", "wall_seconds", "seconds", "tools", "sandbox", "submission",
-            "binaries", "grader_version", "gpu_seconds", "gpu_waited"}
+            "binaries", "grader_version", "gpu_seconds", "gpu_waited", "stages"}
 
 
 def normalise(value: Any) -> Any:
@@ -78,7 +78,9 @@ class GoldenResults(unittest.TestCase):
         # as it builds without one (test_linking compares the two).
         opts = pipeline.Options(submission=sub, labs=[find_lab(k) for k in LABS], seed=SEED,
                                 work_dir=self.work, gpu=False, cache=needs.shared_cache())
-        got = normalise(json.loads(pipeline.grade(opts).to_json()))
+        raw = json.loads(pipeline.grade(opts).to_json())
+        self.check_stages(raw)
+        got = normalise(raw)
         path = GOLDEN / f"{kind}.json"
         if UPDATE:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,6 +88,17 @@ class GoldenResults(unittest.TestCase):
         want = json.loads(path.read_text(encoding="utf-8"))
         self.maxDiff = None
         self.assertEqual(got, want, f"result.json of the {kind} differs from {path.name}")
+
+    def check_stages(self, raw: dict) -> None:
+        """Where the time went (grader/costs.py), volatile but there: the grade's own
+        stages, and each lab's build and tests with the processes they started."""
+        self.assertIn("prepare", raw["stages"])
+        for lab in raw["labs"]:
+            stages = lab["stages"]
+            self.assertIn("build", stages, lab["lab"])
+            if "tests" in stages:  # a lab whose build failed stops before its tests
+                self.assertGreater(stages["tests"]["processes"], 0, lab["lab"])
+                self.assertGreaterEqual(lab["wall_seconds"], stages["tests"]["wall_seconds"])
 
     def test_reference(self):
         self.check("reference")
