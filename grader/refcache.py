@@ -253,6 +253,57 @@ class Cache:
                 linking.save(build, LabPaths(lab.folder, lab.number, lab.topic, src),
                              outs[lab.folder])
 
+    # The student's tree, configured: CMake's configure of the tree the student's file is
+    # compiled in depends on the grader's build files, the toolchain and the options, never
+    # on the student's code, and in the jail its paths are the same in every grade (/cml/src,
+    # /cml/build). A grade copies the tree configured by an earlier one in place of running
+    # CMake (several seconds of every grade). Saved right after the configure, before any of
+    # the student's code is compiled; only ever copied out afterwards.
+
+    def configured_key(self, tree: Path, student_files: list[str], options: list[str]) -> str:
+        """The key of `tree` (a student tree, its student files placed) configured with
+        `options`: every file of the tree but the student files (which are present), the
+        toolchain, ninja, CMAKE_PREFIX_PATH."""
+        h = hashlib.sha256()
+        h.update(b"cml-configured/1\n" + toolchain().encode() + b"\n")
+        h.update(json.dumps([options, bool(find_tool("ninja")),
+                             os.environ.get("CMAKE_PREFIX_PATH", "")]).encode() + b"\n")
+        for rel in sorted(student_files):
+            h.update(f"student {rel} {os.path.lexists(tree / rel)}\n".encode())
+        for entry in sorted(tree.iterdir()):
+            _hash_tree(h, tree, entry.name, set(student_files))
+        return h.hexdigest()[:32]
+
+    def restore_configured(self, key: str, dest: Path, owner: tuple[int, int] | None) -> bool:
+        """Copies the configured tree `key` into `dest` (owned by `owner`, uid and gid,
+        where given); False when there is none."""
+        source = self.root / "configured" / key
+        if not (source / "CMakeCache.txt").is_file():
+            return False
+        shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)
+        if owner is not None:
+            for path in [dest, *dest.rglob("*")]:
+                os.lchown(path, *owner)
+        return True
+
+    def keep_configured(self, key: str, source: Path) -> None:
+        """Keeps `source`, just configured, as the configured tree `key` (an entry made at
+        the same time by another grade stands)."""
+        self._dirs()
+        (self.root / "configured").mkdir(mode=0o700, exist_ok=True)
+        target = self.root / "configured" / key
+        if target.exists():
+            return
+        tmp = Path(tempfile.mkdtemp(prefix="configured-", dir=self.root / "tmp"))
+        try:
+            shutil.copytree(source, tmp / "tree", symlinks=True)
+            try:
+                os.rename(tmp / "tree", target)
+            except OSError:  # another grade kept it first
+                pass
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
     def info(self) -> list[dict]:
         out = []
         for d in sorted((self.root / "entries").glob("*")):
@@ -269,6 +320,7 @@ class Cache:
         for d in entries:
             shutil.rmtree(d, ignore_errors=True)
         shutil.rmtree(self.root / "tmp", ignore_errors=True)
+        shutil.rmtree(self.root / "configured", ignore_errors=True)
         return len(entries)
 
 

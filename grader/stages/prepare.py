@@ -116,18 +116,42 @@ def trees(work: Path, submission: Path, source_root: Path, labs: list[LabPaths],
     else:  # every lab linked from its cached entry: the grader's tree is never built
         configured = workspace.BuildOutcome(True, 0.0)
     if configured.ok:
-        # Only the student's libraries: no order-only dependency on libcml or the given
-        # code, which the student's tree would otherwise compile first.
-        configured = workspace.cmake_configure(
-            student_src, student_build, out.labs, timeout, student_env,
-            ["-DCML_BUILD_TESTS=OFF", f"-DCMAKE_CUDA_ARCHITECTURES={archs}",
-             "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", "-DCMAKE_OPTIMIZE_DEPENDENCIES=ON"],
-            identity=identity, jail=student.jail)
+        configured = _configure_student(student, out, timeout, archs,
+                                        cache if isolation.jailed else None)
     if not configured.ok:
         out.errors.append("CMake could not configure the pristine tree: "
                           + " | ".join(configured.errors or [configured.log_tail[-500:]]))
         out.unconfigured = True
     return out
+
+
+def _configure_student(student: StudentTree, out: Prepared, timeout: float, archs: str | None,
+                       cache: Path | None) -> workspace.BuildOutcome:
+    """CMake's configure of the student's tree, in its jail; copied from the reference
+    cache where an earlier grade configured the same tree the same way (only when jailed:
+    then its paths are the jail's, the same in every grade)."""
+    # Only the student's libraries: no order-only dependency on libcml or the given code,
+    # which the student's tree would otherwise compile first.
+    options = ["-DCML_BUILD_TESTS=OFF", f"-DCMAKE_CUDA_ARCHITECTURES={archs}",
+               "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", "-DCMAKE_OPTIMIZE_DEPENDENCIES=ON"]
+    store = refcache.Cache(cache) if cache is not None else None
+    key = ""
+    if store is not None:
+        files = [rel for lab in out.labs for rel in out.rubrics[lab.folder].student_files]
+        labs = ";".join(lab.folder for lab in out.labs)
+        key = store.configured_key(student.src, files, [*options, labs])
+        owner = (student.identity.uid, student.identity.gid) if student.identity else None
+        if store.restore_configured(key, student.build, owner):
+            return workspace.BuildOutcome(True, 0.0)
+    configured = workspace.cmake_configure(student.src, student.build, out.labs, timeout,
+                                           student.env, options, identity=student.identity,
+                                           jail=student.jail)
+    if configured.ok and store is not None:
+        try:
+            store.keep_configured(key, student.build)
+        except OSError:  # the next grade configures again
+            pass
+    return configured
 
 
 def _references(cache: Path | None, source_root: Path, labs: list[LabPaths],

@@ -14,7 +14,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from grader import pipeline, refcache, workspace
+from grader import pipeline, refcache, sandbox, workspace
 from grader.paths import ROOT, LabPaths, find_lab
 from grader.rubric import load_rubric
 
@@ -187,9 +187,67 @@ class WarmGradeTest(unittest.TestCase):
             self.assertEqual(next(x for x in got["labs"] if x["lab"] == lab.folder),
                              next(x for x in want["labs"] if x["lab"] == lab.folder))
 
+    def test_a_second_grade_copies_the_configured_student_tree(self):
+        if not sandbox.isolation().jailed:
+            self.skipTest("the configured tree is kept only where the student's tree is "
+                          "configured in the jail (no bubblewrap here)")
+        with tempfile.TemporaryDirectory(prefix="cml-configured-") as tmp:
+            tmp = Path(tmp)
+            tmp.chmod(0o755)
+            lab, sub = find_lab("01"), make_submission("reference", tmp / "sub")
+            refcache.Cache(tmp / "cache").fill(ROOT, [lab])  # the references: not counted
+            results = []
+            for k in (1, 2):  # a fresh work folder each, as two grades of a batch
+                opts = pipeline.Options(submission=sub, labs=[lab], seed=SEED,
+                                        work_dir=tmp / f"work{k}", gpu=False,
+                                        cache=tmp / "cache")
+                results.append(json.loads(pipeline.grade(opts).to_json()))
+            first, second = (r["stages"]["prepare"] for r in results)
+            self.assertEqual(first["processes"], 1)  # CMake's configure of the student tree
+            self.assertEqual(second["processes"], 0)  # copied from the cache instead
+            self.assertEqual(len(list((tmp / "cache" / "configured").iterdir())), 1)
+            self.assertEqual(*(normalise(r)["labs"] for r in results))
 
-if __name__ == "__main__":
-    unittest.main()
+
+class ConfiguredKeyTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="cml-configured-key-"))
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.lab = _tree(self.tmp / "tree")
+        self.tree = self.tmp / "tree"
+        self.files = refcache.student_files(self.lab)
+        self.cache = refcache.Cache(self.tmp / "cache")
+
+    def key(self, options=("-DX=1",)) -> str:
+        return self.cache.configured_key(self.tree, self.files, list(options))
+
+    def test_the_student_file_does_not_count_but_everything_else_does(self):
+        before = self.key()
+        (self.tree / self.files[0]).write_text("// the student's work\n")
+        self.assertEqual(self.key(), before)
+        self.assertNotEqual(self.key(("-DX=2",)), before)
+        (self.tree / self.files[0]).unlink()  # a missing file: CMake's globs see it
+        self.assertNotEqual(self.key(), before)
+        self.tree.joinpath(self.files[0]).write_text("// back\n")
+        (self.tree / "cmake" / "CmlLab.cmake").write_text("# changed\n")
+        self.assertNotEqual(self.key(), before)
+
+    def test_kept_then_copied_out_and_never_rewritten(self):
+        built = self.tmp / "build"
+        (built / "CMakeFiles").mkdir(parents=True)
+        (built / "CMakeCache.txt").write_text("CMAKE_HOME_DIRECTORY:INTERNAL=/cml/src\n")
+        (built / "CMakeFiles" / "rules.ninja").write_text("rule\n")
+        dest = self.tmp / "dest"
+        self.assertFalse(self.cache.restore_configured("k", dest, None))
+        self.cache.keep_configured("k", built)
+        (built / "CMakeCache.txt").write_text("changed after it was kept\n")
+        self.cache.keep_configured("k", built)  # the first one kept stands
+        owner = (os.getuid(), os.getgid())
+        self.assertTrue(self.cache.restore_configured("k", dest, owner))
+        self.assertIn("/cml/src", (dest / "CMakeCache.txt").read_text())
+        self.assertEqual((dest / "CMakeFiles" / "rules.ninja").stat().st_uid, owner[0])
+        self.assertEqual(self.cache.clear(), 0)
+        self.assertFalse(self.cache.restore_configured("k", self.tmp / "again", None))
 
 
 class TogetherTest(unittest.TestCase):
@@ -242,3 +300,7 @@ class TogetherTest(unittest.TestCase):
         jobs = self.jobs(missing_second=True)
         self.assertEqual(self.run_together(jobs, []), [])
         self.assertIsNone(jobs[0].prebuilt)
+
+
+if __name__ == "__main__":
+    unittest.main()
