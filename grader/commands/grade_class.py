@@ -18,13 +18,15 @@ from pathlib import Path
 
 from .. import batch
 from ..cluster import job_options
-from ..batch import regrades
+from ..batch import regrades, schedule
 from ..batch.node import node_problem
 from ..batch.regrade_rules import STATUSES
 from ..exports import fmt_points
 from ..paths import ROOT
 from ..submissions import DownloadError, Staging, read_download, write_staging
 from ..exports.table import use_color
+from ..gpu import visible_devices
+from ..workspace import usable_cpus
 from ._common import add_format_flag, add_grading_flags, labs_or_say
 
 HELP = "grade many submissions (a folder or a CSV roster) into a gradebook"
@@ -39,8 +41,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "student's), or a CSV roster with columns student,path")
     p.add_argument("--out", type=Path, help="the batch's folder: DIR/<student>/result.json, "
                    "gradebook.csv, summary.md, manifest.json")
-    p.add_argument("-j", "--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 4),
-                   help="submissions graded at the same time (default: CPUs / 4)")
+    p.add_argument("-j", "--jobs", type=int, default=None,
+                   help="submissions graded at the same time, each on its share of the "
+                        f"CPUs (default: {schedule.JOBS_PER_GPU} per GPU, at most CPUs / 4; "
+                        "CPUs / 4 without a GPU)")
     p.add_argument("--labs", default="", help="comma-separated lab numbers (default: all)")
     p.add_argument("--timeout", type=float, default=batch.DEFAULT_TIMEOUT,
                    help="wall-clock seconds per submission, time waiting for the GPU "
@@ -207,6 +211,9 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     colour = use_color(None)
     count = len(plan.submissions) if only is None else len(only)
+    if args.jobs is None:
+        gpus = 0 if plan.no_gpu else len(visible_devices())
+        args.jobs = schedule.default_jobs(gpus, usable_cpus())
     print(f"grading {count} submission(s), {args.jobs} at a time, labs "
           f"{', '.join(plan.labs)}, seed {plan.seed} -> {out}", file=sys.stderr, flush=True)
     import time
