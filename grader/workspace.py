@@ -228,24 +228,16 @@ def _cmake_errors(text: str) -> list[str]:
     return found[:MAX_ERRORS] or lines[-10:]
 
 
-# The CPUs a batch gives each submission it grades at the same time as others (set by the
-# batch for its tasks, grader/batch/schedule.py): a task's builds, labs and test processes
-# then share that many, not the machine's.
-CPU_SHARE_ENV = "CML_CPUS"
-
-
 def usable_cpus() -> int:
     """The CPUs this process may run on: its affinity (a container, a cgroup, taskset), and
-    no more than the Slurm allocation's SLURM_CPUS_PER_TASK, or a batch's share
-    (CML_CPUS), when set."""
+    no more than the Slurm allocation's SLURM_CPUS_PER_TASK when that is set."""
     try:
         cpus = max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 2
-    for name in ("SLURM_CPUS_PER_TASK", CPU_SHARE_ENV):
-        given = os.environ.get(name, "").strip()
-        if given.isdigit() and int(given) > 0:
-            cpus = min(cpus, int(given))
+    slurm = os.environ.get("SLURM_CPUS_PER_TASK", "").strip()
+    if slurm.isdigit() and int(slurm) > 0:
+        cpus = min(cpus, int(slurm))
     return cpus
 
 

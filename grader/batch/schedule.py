@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Callable
 
 from .. import sandbox
-from ..workspace import CPU_SHARE_ENV, usable_cpus
 from ..parallel import as_completed
 from ..exports.common import pending_points
 from .fingerprint import grader_fingerprint, submission_key
@@ -63,15 +62,11 @@ JOBS_PER_GPU = 2
 
 def default_jobs(gpus: int, cpus: int) -> int:
     """The batch's default --jobs: JOBS_PER_GPU per GPU, at most one per 4 CPUs (each
-    grade runs several labs at once); one per 4 CPUs without a GPU."""
+    grade runs several labs at once); one per 4 CPUs without a GPU. A grade holds its GPU
+    while any of its labs is in a GPU section, so grades on one GPU take turns: more than
+    two per GPU only share the CPUs more thinly."""
     most = max(1, cpus // 4)
     return max(1, min(most, JOBS_PER_GPU * gpus)) if gpus else most
-
-
-def cpu_share(jobs: int, cpus: int) -> int:
-    """The CPUs each of `jobs` submissions graded at once may use (workspace.CPU_SHARE_ENV):
-    an equal part, at least 2."""
-    return max(2, cpus // max(1, jobs))
 
 
 def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = False,
@@ -109,8 +104,6 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
         slots.put(root / f"slot-{k}")
 
     live: dict[int, subprocess.Popen] = {}
-    # each task builds, grades its labs and runs its tests on its share of the CPUs
-    env = {**os.environ, CPU_SHARE_ENV: str(cpu_share(jobs, usable_cpus()))}
     stopping = threading.Event()
     guard = threading.Lock()
 
@@ -128,8 +121,7 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
                 f = log.open("w")
                 cmd = task_command(out_dir, i, slot) + (["--force"] if force else [])
                 proc = subprocess.Popen(cmd, cwd=plan.repo, stdout=f, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, start_new_session=True,
-                                        env=env)
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
                 live[i] = proc
             with f:
                 # the task stops itself at the limit; this is the backstop (GPU waits excluded

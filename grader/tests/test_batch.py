@@ -360,37 +360,6 @@ class JobsTest(TmpCase):
         for gpus, cpus, want in ((1, 16, 2), (4, 64, 8), (4, 16, 4), (8, 16, 4),
                                  (0, 2, 1), (0, 64, 16), (1, 2, 1)):
             self.assertEqual(schedule.default_jobs(gpus, cpus), want, (gpus, cpus))
-        self.assertEqual(schedule.cpu_share(8, 64), 8)
-        self.assertEqual(schedule.cpu_share(4, 2), 2)
-
-    def test_a_share_caps_the_cpus_a_grade_uses(self):
-        from grader import workspace
-        with mock.patch.object(os, "sched_getaffinity", return_value=set(range(16))):
-            with mock.patch.dict(os.environ, {workspace.CPU_SHARE_ENV: "4"}):
-                self.assertEqual(workspace.usable_cpus(), 4)
-            with mock.patch.dict(os.environ, {workspace.CPU_SHARE_ENV: "32"}):
-                self.assertEqual(workspace.usable_cpus(), 16)
-
-    def test_each_task_gets_its_share_of_the_cpus(self):
-        from grader import workspace
-        from grader.batch import schedule
-        plan = _plan(self.tmp, ["ann", "ben", "cat"])
-        out = self.tmp / "out"
-        plan.save(out)
-        seen: list[dict] = []
-
-        class FakeTask:
-            def __init__(self, cmd, **kw):
-                seen.append(kw["env"])
-
-            def wait(self, timeout=None):
-                return 0
-
-        with mock.patch.object(schedule.subprocess, "Popen", FakeTask), \
-                mock.patch.object(schedule, "usable_cpus", return_value=12):
-            outcomes = batch.run_local(out, 3)
-        self.assertEqual(len(outcomes), 3)  # each a grader error: the fake wrote no stamp
-        self.assertEqual([env[workspace.CPU_SHARE_ENV] for env in seen], ["4"] * 3)
 
 
 class SlurmTest(TmpCase):
