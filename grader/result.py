@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, ClassVar
 
-from .measure.benchdoc import (BenchError, CaseTiming, Determinism, LaunchStats, Plot, Review,
+from .benchdoc import (BenchError, CaseTiming, Determinism, LaunchStats, Plot, Review,
                                SampleStats, Verification)
 
 SCHEMA = "cml-result/1"
@@ -118,7 +118,7 @@ class BenchSummary:
     """One bench run's scored comparison (median times, speedup, the harness's checks of the
     timed output, launches, review flag), plus its other cases and derived metrics (the
     sweeps the HTML report plots): the records of its bench document (cml-bench/2,
-    grader/measure/benchdoc.py), restated from the samples; written to result.json as the
+    grader/benchdoc.py), restated from the samples; written to result.json as the
     document wrote them (to_dict)."""
 
     baseline_ms: SampleStats | None = None

@@ -93,7 +93,7 @@ def collect(out_dir: Path) -> dict:
             if kind:
                 failures[kind].append(f"{sub.student} ({lab[:2]})")
         status = stamp.status if stamp else "graded"
-        lab_status = {x.lab: regrades.lab_status(asdict(x))
+        lab_status = {x.lab: regrade_rules.lab_status(asdict(x))
                       for x in result.labs}
         shown = regrade_rules.student_status({"labs": [asdict(x) for x in result.labs]},
                                              status)

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .. import csvsafe
+from ..exports import lms
+from ..result import NO_SUBMISSION
 
 # The gradebook's statuses, one meaning each (grader/README.md, "Statuses in the gradebook"):
 # a student's `status` (how their grading ended) and a lab's `<lab> status` (what its points
@@ -62,11 +64,27 @@ def student_status(result: dict | None, stamp_status: str | None) -> str:
     return stamp_status or "graded"
 
 
+def lab_status(lab: dict) -> str:
+    """The gradebook's per-lab status, one of LAB_STATUSES (grader/README.md,
+    "Statuses in the gradebook"): no submission, review, provisional, not measured or
+    complete, the first that applies."""
+    parts = lab.get("parts", [])
+    if lab.get("failure") == NO_SUBMISSION:
+        return lms.NO_SUBMISSION
+    if any(p.get("status") == "review" for p in parts):
+        return "review"
+    if any(p.get("status") == "not_graded" and p.get("max_points", 0) > 0 for p in parts):
+        return lms.PROVISIONAL
+    if any(p.get("status") == "not_measured" and p.get("details", {}).get("points_if_measured")
+           for p in parts):
+        return "not measured"
+    return "complete"
+
+
 def student_statuses(result: dict | None, stamp_status: str | None) -> set[str]:
     """The statuses `--only-status` can pick a student by: their student_status (and, with
     no result, the stamp's: error, interrupted) and the status of each of their labs
-    (LAB_STATUSES, batch/regrades.py lab_status)."""
-    from .regrades import lab_status
+    (LAB_STATUSES, lab_status)."""
     if result is None:
         return {"not graded yet"} | ({stamp_status} if stamp_status else set())
     return ({student_status(result, stamp_status)}

@@ -16,9 +16,8 @@ from pathlib import Path
 from . import deadlines, integrity, regrade_rules
 from .. import workspace
 from ..atomic import write_all, write_atomic
-from ..exports import lms
 from ..exports.registry import WRITERS
-from ..result import NO_SUBMISSION, GradeResult
+from ..result import GradeResult
 from ..rubric import load_rubric
 from .plan import BatchError, BatchProblems, Plan, Submission, read_stamp
 
@@ -300,23 +299,6 @@ def _history_file(student_dir: Path, entry: dict, files: dict[Path, str | None])
     if before is None:
         before = path.read_text(encoding="utf-8") if path.is_file() else ""
     files[path] = before + json.dumps(entry, sort_keys=True) + "\n"
-
-
-def lab_status(lab: dict) -> str:
-    """The gradebook's per-lab status, one of regrade_rules.LAB_STATUSES (grader/README.md,
-    "Statuses in the gradebook"): no submission, review, provisional, not measured or
-    complete, the first that applies."""
-    parts = lab.get("parts", [])
-    if lab.get("failure") == NO_SUBMISSION:
-        return lms.NO_SUBMISSION
-    if any(p.get("status") == "review" for p in parts):
-        return "review"
-    if any(p.get("status") == "not_graded" and p.get("max_points", 0) > 0 for p in parts):
-        return lms.PROVISIONAL
-    if any(p.get("status") == "not_measured" and p.get("details", {}).get("points_if_measured")
-           for p in parts):
-        return "not measured"
-    return "complete"
 
 
 # --------------------------------------------------------------------------- integrity

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..measure.benchdoc import CaseTiming, Plot, PlotRef
+from ..benchdoc import CaseTiming, Plot, PlotRef
 from ..measure.floor import SpeedOfLight, percent_text, rate_text
 from ..result import BenchSummary, GradeResult, LabResult
 from .common import (EPS, FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,

@@ -1,7 +1,7 @@
 """The GPU measurements of a lab, one module per tool, each running its tool, reading its
 output and keeping its result record: `sanitizer` (compute-sanitizer: memory safety),
 `profiler` (Nsight Compute: the [[metrics]] entries) and `bench` (the bench, student and
-reference: speed), whose document `benchdoc` reads into records and `floor` holds against
+reference: speed), whose document grader/benchdoc.py reads into records and `floor` holds against
 the GPU's measured limits. Each returns a typed measurement; the points are given by
 grader/scoring.py. A tool that is missing or refuses to run leaves the measurement's
 `unmeasured` reason set ("not measured": no points either way).

@@ -1,6 +1,6 @@
 """Speed as the bench measures it: the bench run (student's and reference's, each once, its
 document read through a pipe the grader holds), the document read into records
-(grader/measure/benchdoc.py) and restated from its samples (samples.recompute), the scored
+(grader/benchdoc.py) and restated from its samples (samples.recompute), the scored
 comparison's summary kept in result.json, and the harness's verdicts on the timed runs, each
 as the sentence a reason quotes (None when all is well). The measurement (BenchRuns) is
 scored by scoring.performance_part and scoring.stretch_part."""
@@ -16,7 +16,7 @@ from .. import sandbox, seccomp
 from ..result import BenchSummary, Timing
 from ..rubric import Performance
 from . import Context
-from .benchdoc import (BenchError, Determinism, Document, PairTiming, Verification,
+from ..benchdoc import (BenchError, Determinism, Document, PairTiming, Verification,
                        parse_document)
 from .samples import altered_problem, recompute
 

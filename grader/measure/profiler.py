@@ -140,24 +140,6 @@ def _row_value(row: dict[str, Any], metric: str) -> float | None:
     return None
 
 
-def ncu_metric(rows: list[dict[str, Any]], metric: str, kernel_regex: str) -> list[float]:
-    """The values of `metric` for every launch whose kernel name matches `kernel_regex`
-    (re.search; an empty regex matches all), in launch order, in base units.
-
-    Works on the raw page (one column per metric) and on the details page (one row per
-    metric: "Metric Name", "Metric Unit", "Metric Value"). Launches where the value is
-    missing or not a number are left out."""
-    pattern = re.compile(kernel_regex or "")
-    values = []
-    for row in rows:
-        if not pattern.search(_kernel_name(row)):
-            continue
-        value = _row_value(row, metric)
-        if value is not None:
-            values.append(value)
-    return values
-
-
 def ncu_kernels(rows: list[dict[str, Any]]) -> list[str]:
     """The distinct kernel names in the rows, in order (for "no kernel matched" messages)."""
     seen: list[str] = []

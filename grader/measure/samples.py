@@ -1,5 +1,5 @@
 """The grader believes a bench document's samples, never its summaries: `recompute` restates
-every summary the scoring reads (grader/measure/benchdoc.py's records) from the raw samples,
+every summary the scoring reads (grader/benchdoc.py's records) from the raw samples,
 as the harness's summarize() (common/src/timing.cpp) computes them, and lists where the
 document disagrees with them; `altered_problem` is the sentence for such a document."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .benchdoc import STATS_KEYS, CaseTiming, Document, PairTiming, SampleStats, Side
+from ..benchdoc import STATS_KEYS, CaseTiming, Document, PairTiming, SampleStats, Side
 
 # The bench prints numbers with 9 significant digits (common/src/json.cpp): a summary that
 # the harness computed from its samples agrees with their recomputation far within this.

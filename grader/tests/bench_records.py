@@ -4,7 +4,7 @@ restatement from samples and the speed of light."""
 from __future__ import annotations
 
 from grader.measure import samples
-from grader.measure.benchdoc import Document, read_document
+from grader.benchdoc import Document, read_document
 
 
 def read(doc: dict | None) -> Document | None:

@@ -11,7 +11,7 @@ import unittest
 from pathlib import Path
 
 from grader.measure import floor, samples
-from grader.measure.benchdoc import Limits, Work
+from grader.benchdoc import Limits, Work
 from .bench_records import read, recompute, sample_stats
 
 

@@ -20,7 +20,7 @@ from grader.exports import (fmt_points, score_items, terminal_table, to_gradesco
 from grader.result import (CRASHED, FAILED, GRADED, NOT_GRADED, NOT_MEASURED, NOT_RUN, PASSED,
                            REVIEW, GradeResult, LabResult, PartResult, TestResult)
 from grader.scoring import grade_totals, lab_totals, leave_out_unmeasured
-from grader.measure.benchdoc import Verification
+from grader.benchdoc import Verification
 
 DATA = Path(__file__).parent / "data"
 # Gradescope's autograder specification: the fields results.json may carry.

@@ -14,7 +14,7 @@ from grader.exports import FORMATS, write_exports
 from grader.exports.html import lab_plots, to_html
 from grader.exports.svg import nice_ticks
 from grader.result import BuildRecord, GradeResult, LabResult, PartResult, TestResult
-from grader.measure.benchdoc import Plot
+from grader.benchdoc import Plot
 
 
 class _Collect(HTMLParser):

@@ -20,6 +20,7 @@ from types import SimpleNamespace
 from unittest import mock
 
 from grader import parallel, sandbox
+from grader.costs import Meter
 from grader.measure import Context, sanitizer
 from grader.pipeline import Interrupted, interrupt_handler
 from grader.rubric import MemorySafety
@@ -326,7 +327,7 @@ class TestLayersTest(unittest.TestCase):
         job = SimpleNamespace(
             trees=SimpleNamespace(run_env=fakes.env(cases=cases), identity=None,
                                   src=fakes.dir / "src"),
-            seed=7, test_timeout=timeout, has_gpu=True, gpu_section=section,
+            seed=7, test_timeout=timeout, has_gpu=True, gpu_section=section, costs=Meter(),
             say=lambda text: None, log=logged.append, lab=SimpleNamespace(folder="99_fake"))
         place = RunPlace(fakes.run_dir, None, {"tests_student": fakes.tests,
                                                "hidden_student": fakes.hidden})

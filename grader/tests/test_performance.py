@@ -22,7 +22,8 @@ from unittest import mock
 
 from grader import scoring
 from grader.measure import Context, bench, floor, samples, sanitizer, profiler
-from grader.measure.benchdoc import BENCH_SCHEMA, BenchError, parse_document, read_document
+from grader.costs import Meter
+from grader.benchdoc import BENCH_SCHEMA, BenchError, parse_document, read_document
 from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import Performance
 
@@ -437,7 +438,7 @@ class GpuSectionTest(unittest.TestCase):
             metrics=[Metric(name="m", metric="x.sum", points=0)], stretch=None)
         job = SimpleNamespace(
             rubric=rubric, seed=7, test_timeout=60, has_gpu=True, gpu_section=section,
-            say=lambda text: None, lab=SimpleNamespace(folder="04_tiled_matmul",
+            costs=Meter(), say=lambda text: None, lab=SimpleNamespace(folder="04_tiled_matmul",
                                                     solution_dir=Path("/")),
             trees=SimpleNamespace(run_env={}, identity=None))
         place = RunPlace(Path("/run"), None, {})
@@ -452,6 +453,7 @@ class GpuSectionTest(unittest.TestCase):
                 mock.patch.object(profiler, "metric", measured(
                     "profiler", profiler.MetricRun(unmeasured=unmeasured))):
             stage.run(job, place, tested, set(), lab)
+        self.assertEqual(list(job.costs.record()), ["sanitizer", "bench", "profiler"])
         self.assertEqual(log, ["enter sanitizer", "sanitizer", "leave sanitizer",
                                "enter bench", "bench", "leave bench",
                                "enter profiler", "profiler", "leave profiler"])

@@ -1,13 +1,15 @@
 """compute-sanitizer's report, ncu's CSV and the bench's JSON document read
-(grader/measure/sanitizer.py, profiler.py, benchdoc.py), on sample outputs in data/."""
+(grader/measure/sanitizer.py, profiler.py, grader/benchdoc.py), on sample outputs in data/."""
 
 import json
+import re
 import unittest
 from pathlib import Path
 
 from grader.measure.bench import timed_output_problem
-from grader.measure.benchdoc import BenchError, Document, parse_document
-from grader.measure.profiler import NcuError, ncu_kernels, ncu_metric, ncu_number, parse_ncu_csv
+from grader.benchdoc import BenchError, Document, parse_document
+from grader.measure import profiler
+from grader.measure.profiler import NcuError, ncu_kernels, ncu_number, parse_ncu_csv
 from grader.measure.sanitizer import parse_sanitizer_output
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -101,6 +103,12 @@ class SanitizerTest(unittest.TestCase):
         s = parse_sanitizer_output(block * 50 + "========= ERROR SUMMARY: 50 errors\n", "memcheck")
         self.assertEqual(s.errors, 50)
         self.assertEqual(len(s.messages), 5)
+
+
+def ncu_metric(rows, metric: str, kernel_regex: str) -> list[float]:
+    """`metric` of every launch whose kernel matches, as the profiler reads one launch."""
+    return [v for r in rows if re.search(kernel_regex, profiler._kernel_name(r))
+            if (v := profiler._row_value(r, metric)) is not None]
 
 
 class NcuTest(unittest.TestCase):

@@ -11,7 +11,7 @@ from grader.paths import find_lab
 from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import RubricError, load_rubric, parse_rubric
 from grader.scoring import fraction_points
-from grader.measure.benchdoc import (Document, LaunchStats, Limits, PairTiming, SampleStats,
+from grader.benchdoc import (Document, LaunchStats, Limits, PairTiming, SampleStats,
                                      Side, Verification, Work)
 
 

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from unittest import mock
 
 from grader.measure import floor, samples
-from grader.measure.benchdoc import Limits, Work
+from grader.benchdoc import Limits, Work
 from grader.measure.floor import SpeedOfLight
 from grader.exports.common import part_speed_of_light, score_items, speed_of_light
 from grader.exports.html import to_html

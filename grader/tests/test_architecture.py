@@ -1,0 +1,152 @@
+"""docs/architecture.md against the code: every grader module, file and function it names
+exists, its list of the grader's own modules is whole, and its claims about the imports
+hold (nothing below commands/ imports a command, no two modules share a file name, no
+module imports one that imports it back)."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+import unittest
+from pathlib import Path
+
+from grader.paths import ROOT
+
+DOC = ROOT / "docs" / "architecture.md"
+GRADER = ROOT / "grader"
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the grader but its tests, by dotted name (grader.stages.lab)."""
+    found = {}
+    for path in sorted(GRADER.rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        if rel.parts[1] == "tests":
+            continue
+        name = ".".join(rel.with_suffix("").parts)
+        found[name.removesuffix(".__init__")] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _resolve(dotted: str) -> str | None:
+    """The grader module a doc's dotted prefix names: a full path below grader/
+    ("stages.lab", "grader.stages.lab") or a module's own name ("_common", "scoring"),
+    which is unique (the page says so, and a test below holds it to that)."""
+    dotted = dotted.removeprefix("grader.")
+    full = f"grader.{dotted}"
+    if full in MODULES:
+        return full
+    named = [m for m in MODULES if m.rsplit(".", 1)[-1] == dotted]
+    return named[0] if len(named) == 1 else None
+
+
+def _names(text: str) -> list[str]:
+    return re.findall(r"`([A-Za-z_][\w./]*)`", text)
+
+
+class ArchitectureDocTest(unittest.TestCase):
+    text = DOC.read_text(encoding="utf-8")
+
+    def test_every_python_file_it_names_exists(self):
+        missing = []
+        for name in _names(self.text):
+            if not name.endswith(".py"):
+                continue
+            candidates = [ROOT / name, GRADER / name]
+            base = Path(name).name
+            if "/" not in name:  # a bare file name: one of the grader's, or a tool
+                candidates += list(GRADER.rglob(base)) + list((ROOT / "tools").glob(base))
+            if not any(c.is_file() for c in candidates):
+                missing.append(name)
+        self.assertEqual(missing, [], "files docs/architecture.md names that do not exist")
+
+    def test_every_function_and_record_it_names_exists(self):
+        """`module.name` (a module by its path below grader/ or its own name, `/` or `.`
+        between the parts): the module imports and has the name."""
+        wrong = []
+        for name in _names(self.text):
+            if name.endswith((".py", ".md", ".toml", ".json", ".sh", ".yml", ".cu", ".cuh",
+                              ".hpp", ".cpp", ".txt")):
+                continue
+            if name.endswith("/"):  # a folder
+                continue
+            dotted = name.replace("/", ".")
+            parts = dotted.split(".")
+            if len(parts) < 2:
+                continue
+            for cut in range(len(parts), 0, -1):  # the longest prefix that is a module
+                module = _resolve(".".join(parts[:cut]))
+                if module is not None:
+                    break
+            else:
+                if parts[0] in ("stages", "measure", "commands", "exports", "batch",
+                                "catch2", "course", "cluster", "static_checks"):
+                    wrong.append(f"{name} (no such module)")
+                continue
+            obj = importlib.import_module(module)
+            for attr in parts[cut:]:
+                if not hasattr(obj, attr):
+                    wrong.append(f"{name} ({module} has no {attr})")
+                    break
+                obj = getattr(obj, attr)
+        self.maxDiff = None
+        self.assertEqual(wrong, [], "names docs/architecture.md gives that the code lacks")
+
+    def test_the_grader_row_lists_every_top_level_module(self):
+        row = next(line for line in self.text.splitlines()
+                   if line.startswith("| `grader/` |") and "one module each:" in line)
+        listed = set(re.findall(r"`(\w+)`", row.split("one module each:", 1)[1]))
+        actual = {m.split(".")[1] for m in MODULES
+                  if m.count(".") == 1 and not m.endswith("__main__")
+                  and MODULES[m].name != "__init__.py"}
+        self.assertEqual(listed, actual)
+
+    def test_no_two_modules_share_a_file_name(self):
+        names = [p.name for p in MODULES.values() if p.name not in ("__init__.py",
+                                                                       "__main__.py")]
+        self.assertEqual(sorted(n for n in set(names) if names.count(n) > 1), [])
+
+    def test_nothing_below_commands_imports_a_command(self):
+        self.assertIn("Nothing below `commands/` imports a command", self.text)
+        offenders = [f"{name} imports {target}" for name, target in _imports()
+                     if ".commands" in target and not name.startswith("grader.commands")
+                     and name != "grader.__main__"]
+        self.assertEqual(offenders, [])
+
+    def test_no_module_imports_one_that_imports_it_back(self):
+        edges = {(a, b) for a, b in _imports()}
+        circles = sorted(f"{a} <-> {b}" for a, b in edges if (b, a) in edges and a < b)
+        self.assertEqual(circles, [])
+
+
+def _imports() -> list[tuple[str, str]]:
+    """(importer, imported grader module) for every import of the grader's modules, those
+    inside functions included."""
+    found = []
+    for name, path in MODULES.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")
+                    anchor = anchor[:len(anchor) - node.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                targets = [f"{base}.{a.name}" for a in node.names] + [base]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            for target in targets:
+                if target in MODULES and target != name:
+                    found.append((name, target))
+                    break
+    return found
+
+
+if __name__ == "__main__":
+    unittest.main()
