@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from unittest import mock
 
 from grader import pipeline, sandbox
+from grader.costs import Meter
 from grader.batch import task
 from grader.commands import _common
 from grader.paths import ROOT, LabPaths
@@ -124,7 +125,7 @@ class LabsTogetherTest(unittest.TestCase):
         lab = LabPaths("01_warp_sizing", "01", "warp_sizing", ROOT)
         self.rubric = load_rubric(lab)
         self.labs = [pipeline._LabRun(LabPaths(f"0{n}_lab", f"0{n}", "lab", ROOT),
-                                      SimpleNamespace(rubric=self.rubric), {})
+                                      SimpleNamespace(rubric=self.rubric, costs=Meter()), {})
                      for n in range(1, 6)]
         self.result = _empty()
         self.result.labs += [run.result for run in self.labs]

@@ -17,6 +17,7 @@ from pathlib import Path
 from unittest import mock
 
 from grader import static_checks as sc
+from grader.costs import Meter
 from grader.paths import ROOT, discover_labs, find_lab
 from grader.rubric import StaticRules, load_rubric
 from grader.static_checks import libraries, objects
@@ -325,7 +326,7 @@ class StageOrderTest(unittest.TestCase):
         part = PartResult("static", "Static checks", "graded", 0.0, 0.0, "", {})
         tested = mock.Mock(canonical=[], runs={}, log=[])
         scored = mock.Mock(parts=[], tests=[], full_groups=[])
-        job = mock.Mock(missing=False, has_gpu=has_gpu)
+        job = mock.Mock(missing=False, has_gpu=has_gpu, costs=Meter())
         with mock.patch.multiple(lab_stage.build, reference=record("build.reference"),
                                  student=record("build.student", built),
                                  binaries=record("build.binaries", dict.fromkeys(
