@@ -61,6 +61,8 @@ class ArchitectureDocTest(unittest.TestCase):
             if "/" not in name:  # a bare file name: one of the grader's, or a tool
                 candidates += list(GRADER.rglob(base)) + list((ROOT / "tools").glob(base))
             if not any(c.is_file() for c in candidates):
+                if "/" not in name and not (ROOT / "solutions").is_dir():
+                    continue  # a course tool a student copy of the grader leaves out
                 missing.append(name)
         self.assertEqual(missing, [], "files docs/architecture.md names that do not exist")
 
