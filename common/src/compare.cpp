@@ -55,16 +55,15 @@ bool sizes_differ(std::size_t got, std::size_t expected, const CompareContext& c
     return false;
   }
   result.ok = false;
-  result.message = ctx.name + " has " + std::to_string(got) + " elements, expected " +
-                   std::to_string(expected);
+  result.message =
+      ctx.name + " has " + std::to_string(got) + " elements, expected " + std::to_string(expected);
   return true;
 }
 
 }  // namespace
 
 CompareResult guard_failure(const std::string& name, const std::string& report,
-                            const std::string& size, std::uint64_t seed,
-                            const std::string& hint) {
+                            const std::string& size, std::uint64_t seed, const std::string& hint) {
   CompareResult r;
   if (report.empty()) return r;
   CompareContext facts;

@@ -39,8 +39,8 @@ struct Nvml {
     by_bus_id = reinterpret_cast<int (*)(const char*, Device*)>(
         dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
     clock = reinterpret_cast<int (*)(Device, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
-    temperature = reinterpret_cast<int (*)(Device, int, unsigned*)>(
-        dlsym(lib, "nvmlDeviceGetTemperature"));
+    temperature =
+        reinterpret_cast<int (*)(Device, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetTemperature"));
     ok = init && by_bus_id && clock && temperature && init() == 0;
   }
 };

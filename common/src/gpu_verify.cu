@@ -32,8 +32,8 @@ __host__ __device__ inline unsigned long long mix64(unsigned long long z) {
 
 __global__ void cml_fill_uniform(float* __restrict__ out, unsigned long long count,
                                  unsigned long long key, float lo, float span) {
-  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) +
-                              threadIdx.x;
+  for (unsigned long long i =
+           blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
        i < count; i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
     const unsigned long long z = mix64(key + (i + 1) * 0x9E3779B97F4A7C15ull);
     out[i] = lo + span * (static_cast<float>(z >> 40) * 0x1.0p-24f);
@@ -42,8 +42,8 @@ __global__ void cml_fill_uniform(float* __restrict__ out, unsigned long long cou
 
 __global__ void cml_fill_bits(unsigned* __restrict__ out, unsigned long long count,
                               unsigned long long key) {
-  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) +
-                              threadIdx.x;
+  for (unsigned long long i =
+           blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
        i < count; i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
     out[i] = static_cast<unsigned>(mix64(key + (i + 1) * 0x9E3779B97F4A7C15ull) >> 32);
   }
@@ -62,15 +62,16 @@ struct CompareArgs {
 
 __device__ inline unsigned long long source_index(const CompareArgs& a, unsigned long long i) {
   if (a.map == static_cast<int>(IndexMap::Kind::Strided)) return i * a.stride;
-  if (a.map == static_cast<int>(IndexMap::Kind::Transposed)) return (i % a.cols) * a.rows + i / a.cols;
+  if (a.map == static_cast<int>(IndexMap::Kind::Transposed))
+    return (i % a.cols) * a.rows + i / a.cols;
   return i;
 }
 
 // counts[0]: mismatches, counts[1]: unwritten, counts[2]: lowest wrong index.
 __global__ void cml_compare_words(CompareArgs a, unsigned long long* __restrict__ counts) {
   unsigned long long wrong = 0, unwritten = 0, first = kNone;
-  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) +
-                              threadIdx.x;
+  for (unsigned long long i =
+           blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x;
        i < a.count; i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
     const unsigned g = a.got[i];
     const unsigned w = a.want[source_index(a, i)];
@@ -177,8 +178,8 @@ std::string Check::describe() const {
 
 std::string Check::where(std::size_t index) const {
   if (cols > 0) {
-    return output_name + "[" + std::to_string(index / cols) + "][" +
-           std::to_string(index % cols) + "]";
+    return output_name + "[" + std::to_string(index / cols) + "][" + std::to_string(index % cols) +
+           "]";
   }
   return output_name + "[" + std::to_string(index) + "]";
 }

@@ -35,32 +35,30 @@ inline void count_one(const void* kernel) {
 }  // namespace
 
 // Argument lists of the entry points, as the CUDA 13 headers declare them.
-#define CML_KERNEL_ARGS \
-  dim3 grid, dim3 block, void** args, std::size_t shared, cudaStream_t stream
+#define CML_KERNEL_ARGS dim3 grid, dim3 block, void **args, std::size_t shared, cudaStream_t stream
 #define CML_KERNEL_PASS grid, block, args, shared, stream
 
 // Declares NAME (for the address check), the weak __real_NAME and defines __wrap_NAME,
 // which logs KERNEL (the launched kernel's identity among its arguments).
-#define CML_WRAP(NAME, PARAMS, PASS, KERNEL)                                        \
-  cudaError_t NAME PARAMS;                                                          \
-  cudaError_t __real_##NAME PARAMS __attribute__((weak));                           \
-  cudaError_t __wrap_##NAME PARAMS {                                                \
-    count_one(KERNEL);                                                              \
-    if (t_dry > 0) return cudaSuccess;                                              \
-    if (__real_##NAME == nullptr) return cudaErrorNotSupported;                     \
-    return __real_##NAME PASS;                                                      \
+#define CML_WRAP(NAME, PARAMS, PASS, KERNEL)                    \
+  cudaError_t NAME PARAMS;                                      \
+  cudaError_t __real_##NAME PARAMS __attribute__((weak));       \
+  cudaError_t __wrap_##NAME PARAMS {                            \
+    count_one(KERNEL);                                          \
+    if (t_dry > 0) return cudaSuccess;                          \
+    if (__real_##NAME == nullptr) return cudaErrorNotSupported; \
+    return __real_##NAME PASS;                                  \
   }
 
 extern "C" {
 CML_WRAP(__cudaLaunchKernel, (cudaKernel_t kernel, CML_KERNEL_ARGS), (kernel, CML_KERNEL_PASS),
          kernel)
-CML_WRAP(__cudaLaunchKernel_ptsz, (cudaKernel_t kernel, CML_KERNEL_ARGS),
-         (kernel, CML_KERNEL_PASS), kernel)
+CML_WRAP(__cudaLaunchKernel_ptsz, (cudaKernel_t kernel, CML_KERNEL_ARGS), (kernel, CML_KERNEL_PASS),
+         kernel)
 CML_WRAP(cudaLaunchKernel, (const void* func, CML_KERNEL_ARGS), (func, CML_KERNEL_PASS), func)
-CML_WRAP(cudaLaunchKernel_ptsz, (const void* func, CML_KERNEL_ARGS), (func, CML_KERNEL_PASS),
+CML_WRAP(cudaLaunchKernel_ptsz, (const void* func, CML_KERNEL_ARGS), (func, CML_KERNEL_PASS), func)
+CML_WRAP(cudaLaunchCooperativeKernel, (const void* func, CML_KERNEL_ARGS), (func, CML_KERNEL_PASS),
          func)
-CML_WRAP(cudaLaunchCooperativeKernel, (const void* func, CML_KERNEL_ARGS),
-         (func, CML_KERNEL_PASS), func)
 CML_WRAP(cudaLaunchCooperativeKernel_ptsz, (const void* func, CML_KERNEL_ARGS),
          (func, CML_KERNEL_PASS), func)
 CML_WRAP(cudaLaunchKernelExC, (const cudaLaunchConfig_t* config, const void* func, void** args),
@@ -69,8 +67,7 @@ CML_WRAP(cudaLaunchKernelExC_ptsz,
          (const cudaLaunchConfig_t* config, const void* func, void** args), (config, func, args),
          func)
 CML_WRAP(cudaGraphLaunch, (cudaGraphExec_t exec, cudaStream_t stream), (exec, stream), exec)
-CML_WRAP(cudaGraphLaunch_ptsz, (cudaGraphExec_t exec, cudaStream_t stream), (exec, stream),
-         exec)
+CML_WRAP(cudaGraphLaunch_ptsz, (cudaGraphExec_t exec, cudaStream_t stream), (exec, stream), exec)
 }  // extern "C"
 
 namespace cml {

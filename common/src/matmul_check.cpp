@@ -31,8 +31,8 @@ MatmulCheck check_matmul(const DeviceProduct& product, const std::vector<float>&
   std::vector<float> h_a(a), h_b(b);
   h_a.resize(count_of(p.rows, p.inner) + p.a_tail, nan);
   h_b.resize(count_of(p.inner, p.cols) + p.b_tail, nan);
-  DeviceBuffer<float> d_a(h_a.size()), d_b(h_b.size()), d_c(count_of(p.rows, p.cols),
-                                                             p.c_guard_bytes);
+  DeviceBuffer<float> d_a(h_a.size()), d_b(h_b.size()),
+      d_c(count_of(p.rows, p.cols), p.c_guard_bytes);
   d_a.upload(h_a);
   d_b.upload(h_b);
   d_c.poison();
@@ -88,8 +88,10 @@ CompareResult check_matmul_repeatable(const DeviceProduct& product, const std::v
     } else if (std::memcmp(first.data(), c.data(), c.size() * sizeof(float)) != 0) {
       result.ok = false;
       result.mismatches = 1;
-      result.message = "run " + std::to_string(run) + " of the same product differs from run 0 "
-                       "(size " + p.size + ", seed " + std::to_string(p.seed) + ")";
+      result.message = "run " + std::to_string(run) +
+                       " of the same product differs from run 0 "
+                       "(size " +
+                       p.size + ", seed " + std::to_string(p.seed) + ")";
       if (!p.hint.empty()) result.message += "\nHint: " + p.hint;
       break;
     }

@@ -24,22 +24,22 @@ MatmulReference matmul_reference(const std::vector<float>& a, const std::vector<
   const std::size_t row_work = std::max<std::size_t>(inner * cols, 1);
   parallel_for(which.size(), (std::size_t{1} << 22) / row_work + 1,
                [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) {
-      const std::size_t r = which[i];
-      double* value = &ref.value[i * cols];
-      double* magnitude = &ref.magnitude[i * cols];
-      // i-k-j order walks B and C along rows, which keeps the CPU reference cache-friendly.
-      for (std::size_t k = 0; k < inner; ++k) {
-        const double aik = a[r * inner + k];
-        const float* brow = &b[k * cols];
-        for (std::size_t j = 0; j < cols; ++j) {
-          const double p = aik * brow[j];
-          value[j] += p;
-          magnitude[j] += std::fabs(p);
-        }
-      }
-    }
-  });
+                 for (std::size_t i = begin; i < end; ++i) {
+                   const std::size_t r = which[i];
+                   double* value = &ref.value[i * cols];
+                   double* magnitude = &ref.magnitude[i * cols];
+                   // i-k-j order walks B and C along rows, which keeps the CPU reference cache-friendly.
+                   for (std::size_t k = 0; k < inner; ++k) {
+                     const double aik = a[r * inner + k];
+                     const float* brow = &b[k * cols];
+                     for (std::size_t j = 0; j < cols; ++j) {
+                       const double p = aik * brow[j];
+                       value[j] += p;
+                       magnitude[j] += std::fabs(p);
+                     }
+                   }
+                 }
+               });
   return ref;
 }
 

@@ -46,8 +46,7 @@ int main(int argc, char* argv[]) {
   } else {
     std::cout << "device: no CUDA GPU found (" << why << ")\n";
   }
-  std::cout << "seed: " << config.rngSeed << "  (rerun with --rng-seed " << config.rngSeed
-            << ")\n"
+  std::cout << "seed: " << config.rngSeed << "  (rerun with --rng-seed " << config.rngSeed << ")\n"
             << std::flush;
 
   if (!device) {

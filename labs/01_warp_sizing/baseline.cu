@@ -11,8 +11,7 @@
 namespace lab01 {
 namespace {
 
-__global__ void scale_kernel(const float* __restrict__ x, float* __restrict__ y, int n,
-                             float a) {
+__global__ void scale_kernel(const float* __restrict__ x, float* __restrict__ y, int n, float a) {
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) y[i] = a * x[i];
 }
@@ -21,8 +20,8 @@ __global__ void scale_kernel(const float* __restrict__ x, float* __restrict__ y,
 
 void scale(const float* d_x, float* d_y, int n, float a, int threads_per_block) {
   if (threads_per_block < 1 || threads_per_block > 1024) {
-    throw std::invalid_argument("scale: threads_per_block = " +
-                                std::to_string(threads_per_block) + " is outside 1..1024");
+    throw std::invalid_argument("scale: threads_per_block = " + std::to_string(threads_per_block) +
+                                " is outside 1..1024");
   }
   if (n <= 0) return;
   const unsigned blocks = static_cast<unsigned>((n + threads_per_block - 1LL) / threads_per_block);

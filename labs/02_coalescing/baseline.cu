@@ -35,8 +35,8 @@ __global__ void strided_read_kernel(const float* __restrict__ in, float* __restr
 
 void scale_uncoalesced(const float* d_in, float* d_out, int rows, int cols, float factor) {
   if (rows < 0 || cols < 0) {
-    throw std::invalid_argument("scale_uncoalesced: negative size " + std::to_string(rows) +
-                                "x" + std::to_string(cols));
+    throw std::invalid_argument("scale_uncoalesced: negative size " + std::to_string(rows) + "x" +
+                                std::to_string(cols));
   }
   if (rows == 0 || cols == 0) return;
   const dim3 grid((cols + kTile - 1) / kTile, (rows + kTile - 1) / kTile);

@@ -57,9 +57,9 @@ SharedLimits current_shared_limits() {
 
 void blur_global(const float* d_in, float* d_out, int n, int radius) {
   if (n < 0 || radius < 0 || radius > kMaxBlurRadius) {
-    throw std::invalid_argument("blur_global: n = " + std::to_string(n) + ", radius = " +
-                                std::to_string(radius) + " (need n >= 0, 0 <= radius <= " +
-                                std::to_string(kMaxBlurRadius) + ")");
+    throw std::invalid_argument(
+        "blur_global: n = " + std::to_string(n) + ", radius = " + std::to_string(radius) +
+        " (need n >= 0, 0 <= radius <= " + std::to_string(kMaxBlurRadius) + ")");
   }
   if (n == 0) return;
   const unsigned blocks =

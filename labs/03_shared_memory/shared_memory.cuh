@@ -102,9 +102,8 @@ struct SharedLimits {
 
 /// The limits of a device as cml::query_device() reports them.
 inline SharedLimits limits_of(const cml::DeviceInfo& device) {
-  return SharedLimits{device.shared_per_block, device.shared_per_block_optin,
-                      device.shared_per_sm, device.reserved_shared_per_block,
-                      device.max_threads_per_sm};
+  return SharedLimits{device.shared_per_block, device.shared_per_block_optin, device.shared_per_sm,
+                      device.reserved_shared_per_block, device.max_threads_per_sm};
 }
 
 /// Given: the current device's limits, read from the CUDA runtime (cached per device).

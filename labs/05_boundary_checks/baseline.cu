@@ -51,8 +51,7 @@ void require_positive(const char* who, int value, const char* name) {
 
 }  // namespace
 
-void matmul_naive(const float* d_a, const float* d_b, float* d_c, int rows, int inner,
-                  int cols) {
+void matmul_naive(const float* d_a, const float* d_b, float* d_c, int rows, int inner, int cols) {
   require_positive("matmul_naive", rows, "rows");
   require_positive("matmul_naive", inner, "inner");
   require_positive("matmul_naive", cols, "cols");

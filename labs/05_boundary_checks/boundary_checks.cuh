@@ -15,8 +15,7 @@ inline constexpr int kTile = 32;
 
 /// Given: the naive kernel for any I×J×K, one thread per element of C, with the bounds test
 /// on the output position. The baseline of the "odd" speed comparison.
-void matmul_naive(const float* d_a, const float* d_b, float* d_c, int rows, int inner,
-                  int cols);
+void matmul_naive(const float* d_a, const float* d_b, float* d_c, int rows, int inner, int cols);
 
 /// Given: lab 04's tiled kernel for n×n matrices, without any boundary test. It launches
 /// ceil(n/kTile)² blocks and runs n/kTile phases, so it is right only when n is a multiple of
@@ -30,8 +29,7 @@ void matmul_square(const float* d_a, const float* d_b, float* d_c, int n);
 
 /// C = A·B with A rows×inner, B inner×cols, C rows×cols (all >= 1), with kTile×kTile tiles in
 /// shared memory.
-void matmul_general(const float* d_a, const float* d_b, float* d_c, int rows, int inner,
-                    int cols);
+void matmul_general(const float* d_a, const float* d_b, float* d_c, int rows, int inner, int cols);
 
 /// What the boundary-checked tiled kernel meets at the edges, for a product of an I×J and a
 /// J×K matrix with tile×tile blocks, one thread per element of C, a grid of

@@ -22,7 +22,8 @@ __global__ void naive_transpose_kernel(const float* __restrict__ in, float* __re
   for (int j = 0; j < kTile; j += kBlockRows) {
     const int row = row0 + j;
     if (row < rows) {
-      out[static_cast<std::size_t>(col) * rows + row] = in[static_cast<std::size_t>(row) * cols + col];
+      out[static_cast<std::size_t>(col) * rows + row] =
+          in[static_cast<std::size_t>(row) * cols + col];
     }
   }
 }
@@ -57,7 +58,7 @@ dim3 grid_for(int rows, int cols) {
 void transpose_naive(const float* d_in, float* d_out, int rows, int cols) {
   require_shape(rows, cols, "transpose_naive");
   naive_transpose_kernel<<<grid_for(rows, cols), dim3(kTile, kBlockRows)>>>(d_in, d_out, rows,
-                                                                             cols);
+                                                                            cols);
   CUDA_CHECK_LAUNCH();
 }
 

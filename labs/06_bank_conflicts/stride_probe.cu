@@ -15,8 +15,7 @@ namespace {
 
 constexpr int kProbeWords = kWarpSize * kMaxProbeStride;  // lane 31 at the largest stride fits
 
-__global__ void stride_probe_kernel(int stride, int iterations, long long* cycles,
-                                    unsigned* sink) {
+__global__ void stride_probe_kernel(int stride, int iterations, long long* cycles, unsigned* sink) {
   // Each word holds its own byte offset, so "load the word at offset x" returns x again: the
   // lane keeps reading the same word, but the hardware cannot know that and must wait.
   __shared__ unsigned words[kProbeWords];
@@ -40,15 +39,13 @@ double measure_cycles_per_access(int stride_words, int iterations, int repeats) 
   if (stride_words < 0 || stride_words > kMaxProbeStride || iterations < 1 || repeats < 1) {
     throw std::invalid_argument("measure_cycles_per_access: stride " +
                                 std::to_string(stride_words) + " must be in 0.." +
-                                std::to_string(kMaxProbeStride) +
-                                ", iterations and repeats >= 1");
+                                std::to_string(kMaxProbeStride) + ", iterations and repeats >= 1");
   }
   cml::DeviceBuffer<long long> d_cycles(1);
   cml::DeviceBuffer<unsigned> d_sink(kWarpSize);
   double best = 0;
   for (int r = 0; r < repeats; ++r) {
-    stride_probe_kernel<<<1, kWarpSize>>>(stride_words, iterations, d_cycles.data(),
-                                          d_sink.data());
+    stride_probe_kernel<<<1, kWarpSize>>>(stride_words, iterations, d_cycles.data(), d_sink.data());
     CUDA_CHECK_LAUNCH();
     const double cycles = static_cast<double>(d_cycles.download()[0]) / iterations;
     best = r == 0 ? cycles : std::min(best, cycles);

@@ -49,8 +49,8 @@ std::vector<std::uint32_t> chase_reference(const std::vector<std::uint32_t>& tab
       for (int j = 0; j < kChaseKeys; ++j) {
         const std::size_t base = static_cast<std::size_t>(line) * kWarpSize;
         if (base + kWarpSize > table.size()) {
-          throw std::invalid_argument("chase_reference: line_mask " +
-                                      std::to_string(p.line_mask) + " reaches past the table");
+          throw std::invalid_argument("chase_reference: line_mask " + std::to_string(p.line_mask) +
+                                      " reaches past the table");
         }
         for (std::uint32_t lane = 0; lane < kWarpSize; ++lane) {
           v[lane] = table[base + lane];

@@ -22,8 +22,7 @@ inline constexpr int kArchThreadsPerSm = 2048;
 
 /// Resident blocks per SM of the architecture being compiled for: 16 on CC 7.5, 8.6 and 8.7,
 /// 24 on 8.9, 32 otherwise.
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 750 || __CUDA_ARCH__ == 860 || \
-                               __CUDA_ARCH__ == 870)
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 750 || __CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870)
 inline constexpr int kArchBlocksPerSm = 16;
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 890
 inline constexpr int kArchBlocksPerSm = 24;
@@ -63,8 +62,7 @@ __host__ __device__ inline std::uint32_t chase_start(int warp, std::uint32_t lin
 /// of the line just read, broadcast from one lane. The 32 lanes read 32 consecutive words,
 /// one 128-byte line, so the loads coalesce and the cost is latency, not bandwidth.
 __device__ __forceinline__ void chase_warp(const std::uint32_t* __restrict__ table,
-                                           std::uint32_t* __restrict__ out,
-                                           const ChaseParams& p) {
+                                           std::uint32_t* __restrict__ out, const ChaseParams& p) {
   const int warp = static_cast<int>((blockIdx.x * blockDim.x + threadIdx.x) / kWarpSize);
   if (warp >= p.warps) return;  // whole warps leave together, so the shuffles stay full
   const std::uint32_t lane = threadIdx.x % kWarpSize;

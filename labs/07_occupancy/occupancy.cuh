@@ -67,17 +67,17 @@ int register_budget(const SmLimits& sm, int block_threads);
 
 /// Level 2: the GPU's limits and the allocation rules its hardware applies.
 struct DeviceLimits {
-  SmLimits sm;                         ///< per-SM limits, from cudaDeviceProp
-  int cc_major = 0;                    ///< compute capability, major
-  int cc_minor = 0;                    ///< compute capability, minor
-  int warp_size = kWarpSize;           ///< threads per warp
-  int max_threads_per_block = 0;       ///< largest block the device launches
-  int max_registers_per_block = 0;     ///< registers one block may hold
-  std::size_t max_shared_per_block = 0;       ///< shared memory a block may use when the kernel opts in
+  SmLimits sm;                           ///< per-SM limits, from cudaDeviceProp
+  int cc_major = 0;                      ///< compute capability, major
+  int cc_minor = 0;                      ///< compute capability, minor
+  int warp_size = kWarpSize;             ///< threads per warp
+  int max_threads_per_block = 0;         ///< largest block the device launches
+  int max_registers_per_block = 0;       ///< registers one block may hold
+  std::size_t max_shared_per_block = 0;  ///< shared memory a block may use when the kernel opts in
   std::size_t reserved_shared_per_block = 0;  ///< shared memory the driver adds to every block
-  int register_alloc_unit = 0;         ///< a warp's registers are allocated in multiples of this
-  int register_partitions = 0;         ///< sub-partitions the register file is split between
-  std::size_t shared_alloc_unit = 0;   ///< a block's shared memory is allocated in multiples of this
+  int register_alloc_unit = 0;        ///< a warp's registers are allocated in multiples of this
+  int register_partitions = 0;        ///< sub-partitions the register file is split between
+  std::size_t shared_alloc_unit = 0;  ///< a block's shared memory is allocated in multiples of this
 };
 
 /// Level 2: the limits of a device from its properties, with the allocation granularities of

@@ -32,10 +32,10 @@ namespace cml {
 
 /// The device work one timed call caused, as the activity records tell it.
 struct ActivitySpan {
-  double ms = 0;                ///< earliest start to latest end; 0 when no record arrived
-  std::uint64_t records = 0;    ///< kernels, copies and sets with timestamps
-  std::uint64_t untimed = 0;    ///< records that came without timestamps (not in `ms`)
-  std::uint64_t dropped = 0;    ///< records CUPTI could not store (the span may be short)
+  double ms = 0;              ///< earliest start to latest end; 0 when no record arrived
+  std::uint64_t records = 0;  ///< kernels, copies and sets with timestamps
+  std::uint64_t untimed = 0;  ///< records that came without timestamps (not in `ms`)
+  std::uint64_t dropped = 0;  ///< records CUPTI could not store (the span may be short)
 };
 
 /// The process's CUPTI activity subscription (see the file comment).

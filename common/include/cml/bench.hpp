@@ -80,8 +80,8 @@ struct Plot {
   std::string title;    ///< "bandwidth vs stride"
   std::string caption;  ///< a sentence under the plot: what to read in it
   std::string x_label, y_label;
-  bool log2_x = false;  ///< x on a log2 axis (powers of two)
-  bool lines = true;    ///< false: dots only (a scatter)
+  bool log2_x = false;          ///< x on a log2 axis (powers of two)
+  bool lines = true;            ///< false: dots only (a scatter)
   double x_min = 0, x_max = 0;  ///< the x axis' range when x_max > x_min; else the data's
   std::string ceiling_case, ceiling_field, ceiling_label;  ///< a case drawn as a dashed line
   std::vector<Point> points;
@@ -99,8 +99,8 @@ class BenchReport {
  public:
   /// Records the device, its clocks and its limits (measure_limits: a copy timed on the
   /// device) at the start: construct it before any code under test runs.
-  BenchReport(std::string lab, std::string variant, const BenchArgs& args,
-              const DeviceInfo& device, std::size_t l2_flush_bytes);
+  BenchReport(std::string lab, std::string variant, const BenchArgs& args, const DeviceInfo& device,
+              std::size_t l2_flush_bytes);
 
   void param(const std::string& name, double value);
   void param(const std::string& name, const std::string& value);
@@ -164,7 +164,7 @@ using BenchFunction = void (*)(BenchContext&);
 struct BenchOption {
   enum class Kind { Integer, Choice };
 
-  std::string name;                  ///< without "--"
+  std::string name;  ///< without "--"
   Kind kind = Kind::Integer;
   std::string placeholder;           ///< the value in the usage: "N", "0|1", "odd|multiple"
   std::string help;                  ///< what it sets, one line

@@ -103,7 +103,8 @@ class DeviceBuffer {
       if (host[i] != kGuardByte) {
         return "a write landed " + std::to_string(guard_bytes_ - i) +
                " byte(s) before the start of the array (element index " +
-               std::to_string(-static_cast<long long>((guard_bytes_ - i + sizeof(T) - 1) / sizeof(T))) +
+               std::to_string(
+                   -static_cast<long long>((guard_bytes_ - i + sizeof(T) - 1) / sizeof(T))) +
                ")";
       }
     }

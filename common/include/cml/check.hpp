@@ -28,12 +28,12 @@ class CudaError : public std::runtime_error {
 }  // namespace cml
 
 /// Checks a CUDA runtime call; on failure throws cml::CudaError naming the call and place.
-#define CUDA_CHECK(call)                                                    \
-  do {                                                                      \
-    const cudaError_t cml_status_ = (call);                                 \
-    if (cml_status_ != cudaSuccess) {                                       \
-      ::cml::throw_cuda_error(cml_status_, #call, __FILE__, __LINE__);      \
-    }                                                                       \
+#define CUDA_CHECK(call)                                               \
+  do {                                                                 \
+    const cudaError_t cml_status_ = (call);                            \
+    if (cml_status_ != cudaSuccess) {                                  \
+      ::cml::throw_cuda_error(cml_status_, #call, __FILE__, __LINE__); \
+    }                                                                  \
   } while (false)
 
 /// Checks that the kernel launch just made was accepted (bad configuration, too much shared

@@ -25,13 +25,13 @@ Tolerance float_sum_tolerance(std::size_t terms);
 
 /// What to print with a mismatch.
 struct CompareContext {
-  std::string name = "C";     ///< the array's name in messages, e.g. "C" gives C[3][7]
-  std::size_t cols = 0;       ///< row length for [row][col] messages; 0 prints [index]
-  std::string size;           ///< e.g. "n=129" or "M=3, N=5, K=7"
-  std::uint64_t seed = 0;     ///< the seed that produced the inputs
-  std::string hint;           ///< one lab-specific sentence about where to look
+  std::string name = "C";               ///< the array's name in messages, e.g. "C" gives C[3][7]
+  std::size_t cols = 0;                 ///< row length for [row][col] messages; 0 prints [index]
+  std::string size;                     ///< e.g. "n=129" or "M=3, N=5, K=7"
+  std::uint64_t seed = 0;               ///< the seed that produced the inputs
+  std::string hint;                     ///< one lab-specific sentence about where to look
   std::vector<std::size_t> row_labels;  ///< when only some rows were checked: their numbers
-  int max_reported = 5;       ///< how many mismatches to list
+  int max_reported = 5;                 ///< how many mismatches to list
 };
 
 /// The outcome: `ok` and, when not, a multi-line message ready for a test failure.
@@ -51,7 +51,8 @@ inline CompareResult require_kernel(const LaunchCounter& launches, const std::st
   CompareResult r;
   if (launch_counting_active() && launches.count() == 0) {
     r.ok = false;
-    r.message = call + " launched no kernel: the work must run on the GPU (a result "
+    r.message = call +
+                " launched no kernel: the work must run on the GPU (a result "
                 "computed on the CPU and copied to the device earns none of these points).";
   }
   return r;

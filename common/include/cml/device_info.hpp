@@ -34,7 +34,7 @@ struct DeviceInfo {
   int max_sm_clock_mhz = 0;
   int max_mem_clock_mhz = 0;
   int mem_bus_bits = 0;
-  int driver_version = 0;   ///< e.g. 13000 for 13.0
+  int driver_version = 0;  ///< e.g. 13000 for 13.0
   int runtime_version = 0;
 };
 

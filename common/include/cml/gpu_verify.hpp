@@ -51,8 +51,8 @@ DeviceArray device_array(const DeviceBuffer<T>& buffer) {
 struct IndexMap {
   enum class Kind : std::uint8_t { Identity, Strided, Transposed };
   Kind kind = Kind::Identity;
-  std::size_t stride = 1;           ///< Strided: expected[i * stride]
-  std::size_t rows = 0, cols = 0;   ///< Transposed: the output is rows×cols, out[r][c] = in[c][r]
+  std::size_t stride = 1;          ///< Strided: expected[i * stride]
+  std::size_t rows = 0, cols = 0;  ///< Transposed: the output is rows×cols, out[r][c] = in[c][r]
 
   static IndexMap identity() { return {}; }
   static IndexMap strided(std::size_t stride) { return {Kind::Strided, stride, 0, 0}; }
@@ -82,13 +82,13 @@ enum class Determinism : std::uint8_t {
 
 /// How an output is compared with the expected result.
 struct Check {
-  bool exact = true;                   ///< bit-for-bit (and never NaN); else within `tolerance`
-  Tolerance tolerance{0.0, 0.0};       ///< |got - expected| <= abs + rel·|expected|
+  bool exact = true;              ///< bit-for-bit (and never NaN); else within `tolerance`
+  Tolerance tolerance{0.0, 0.0};  ///< |got - expected| <= abs + rel·|expected|
   /// Only consulted for tolerance checks: an exact check against a deterministic trusted
   /// result is itself the determinism check.
   Determinism determinism = Determinism::Off;
-  std::string output_name = "out";     ///< the array's name in messages
-  std::size_t cols = 0;                ///< row length for out[row][col] in messages; 0: out[i]
+  std::string output_name = "out";  ///< the array's name in messages
+  std::size_t cols = 0;             ///< row length for out[row][col] in messages; 0: out[i]
 
   static Check exact_match(std::string name = "out", std::size_t cols = 0) {
     Check c;

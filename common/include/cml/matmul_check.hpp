@@ -29,23 +29,23 @@ struct MatmulProblem {
   int rows = 1;
   int inner = 1;
   int cols = 1;
-  std::string size;             ///< the size in messages, e.g. "n=129" or "I=3, J=5, K=7"
-  std::uint64_t seed = 0;       ///< the seed that produced the inputs
-  std::string hint;             ///< where to look when C is wrong
-  std::string guard_hint;       ///< where to look when a store landed outside C
-  std::size_t check_rows = 0;   ///< > 0: check only that many rows of C (sample_rows())
-  std::size_t a_tail = 0;       ///< NaN elements after A (a load past its end turns into NaN)
-  std::size_t b_tail = 0;       ///< NaN elements after B
+  std::string size;                  ///< the size in messages, e.g. "n=129" or "I=3, J=5, K=7"
+  std::uint64_t seed = 0;            ///< the seed that produced the inputs
+  std::string hint;                  ///< where to look when C is wrong
+  std::string guard_hint;            ///< where to look when a store landed outside C
+  std::size_t check_rows = 0;        ///< > 0: check only that many rows of C (sample_rows())
+  std::size_t a_tail = 0;            ///< NaN elements after A (a load past its end turns into NaN)
+  std::size_t b_tail = 0;            ///< NaN elements after B
   std::size_t c_guard_bytes = 4096;  ///< guard zone on each side of C
 };
 
 /// The outcome, with what a lab needs for its own report on a failure.
 struct MatmulCheck {
-  CompareResult result;             ///< guard zones, launches and every checked element
-  std::vector<float> got;           ///< the checked rows of C, as the GPU left them
-  std::vector<std::size_t> rows;    ///< their row numbers in C (empty: all rows, in order)
-  MatmulReference reference;        ///< the reference for those rows
-  Tolerance tolerance;              ///< the tolerance used
+  CompareResult result;           ///< guard zones, launches and every checked element
+  std::vector<float> got;         ///< the checked rows of C, as the GPU left them
+  std::vector<std::size_t> rows;  ///< their row numbers in C (empty: all rows, in order)
+  MatmulReference reference;      ///< the reference for those rows
+  Tolerance tolerance;            ///< the tolerance used
 };
 
 /// A and B for `problem`'s shape, random in [-1, 1) from `seed`; `stream` tells one product's

@@ -12,8 +12,8 @@ __global__ void probe_kernel(int* lane_out, unsigned* active_out, int* first_out
   const unsigned active = __activemask();
   unsigned lane;
   asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  const int t = static_cast<int>(threadIdx.x +
-                                 blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
+  const int t =
+      static_cast<int>(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
   const int first = __shfl_sync(active, t, __ffs(active) - 1);
   lane_out[t] = static_cast<int>(lane);
   active_out[t] = active;

@@ -73,13 +73,13 @@ inline cml::CompareResult check_record(dim3 block, std::uint64_t seed) {
     if (result.mismatches > 5) continue;
     lines << "  thread " << thread_at(t, block) << " (linear " << t << "): ";
     if (unwritten) {
-      lines << "never written; the hardware ran it in warp " << hw_warp << ", lane "
-            << hw.lane[t] << "\n";
+      lines << "never written; the hardware ran it in warp " << hw_warp << ", lane " << hw.lane[t]
+            << "\n";
     } else {
       lines << "recorded warp " << warp[t] << ", lane " << lane[t] << "; the hardware ran it "
-            << "in warp " << hw_warp << ", lane " << hw.lane[t] << ", where __activemask() = "
-            << hex(hw.active[t]) << " (your warp " << warp[t] << " has lanes "
-            << hex(formula_mask[warp[t]]) << ")\n";
+            << "in warp " << hw_warp << ", lane " << hw.lane[t]
+            << ", where __activemask() = " << hex(hw.active[t]) << " (your warp " << warp[t]
+            << " has lanes " << hex(formula_mask[warp[t]]) << ")\n";
     }
   }
   result.ok = result.mismatches == 0;
@@ -88,8 +88,7 @@ inline cml::CompareResult check_record(dim3 block, std::uint64_t seed) {
     out << result.mismatches << " of " << n << " threads of a " << shape(block)
         << " block disagree with the hardware";
     if (result.unwritten > 0) out << " (" << result.unwritten << " never written)";
-    out << " (seed " << seed << "):\n"
-        << lines.str();
+    out << " (seed " << seed << "):\n" << lines.str();
     if (result.mismatches > 5) out << "  ... and " << result.mismatches - 5 << " more\n";
     out << "Hint: number the threads x fastest, then y, then z (t = x + X*(y + Y*z) for a "
            "block of X*Y*Z); warp = t / 32, lane = t % 32; thread t writes index t.\n";

@@ -83,9 +83,9 @@ inline std::string wrong_warp_lane(dim3 block, const std::string& facts = "") {
         const auto got = lab01::warp_lane(dim3(x, y, z), block);
         if (got.warp != want.warp || got.lane != want.lane) {
           std::ostringstream out;
-          out << "thread (" << x << "," << y << "," << z << ") of a " << shape(block)
-              << " block" << facts << ": expected warp " << want.warp << ", lane " << want.lane
-              << "; got warp " << got.warp << ", lane " << got.lane;
+          out << "thread (" << x << "," << y << "," << z << ") of a " << shape(block) << " block"
+              << facts << ": expected warp " << want.warp << ", lane " << want.lane << "; got warp "
+              << got.warp << ", lane " << got.lane;
           return out.str();
         }
       }
@@ -108,10 +108,10 @@ inline Recorded record(dim3 block, std::uint64_t seed) {
   d_lane.poison();
   lab01::record_warp_lanes(block, d_warp.data(), d_lane.data());
   Recorded r{d_warp.download(), d_lane.download(), {}};
-  r.guards = cml::guard_failure("the warp/lane arrays",
-                                d_warp.guard_report() + d_lane.guard_report(),
-                                shape(block) + " block", seed,
-                                "thread t writes index t, and t < " + std::to_string(n) + ".");
+  r.guards =
+      cml::guard_failure("the warp/lane arrays", d_warp.guard_report() + d_lane.guard_report(),
+                         shape(block) + " block", seed,
+                         "thread t writes index t, and t < " + std::to_string(n) + ".");
   return r;
 }
 

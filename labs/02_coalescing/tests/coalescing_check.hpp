@@ -30,7 +30,8 @@ lab02::WarpRequest make_request(AddressOf address, int access_bytes = 4,
 
 /// Lane l reads the float `stride` floats after lane l-1's, starting at byte `base`.
 inline lab02::WarpRequest strided_floats(int stride, std::uint64_t base = 0) {
-  return make_request([=](int lane) { return base + 4u * static_cast<std::uint64_t>(lane) * stride; });
+  return make_request(
+      [=](int lane) { return base + 4u * static_cast<std::uint64_t>(lane) * stride; });
 }
 
 /// "1 transaction(s), 128 B moved, 128 B used (100 %)" for messages.

@@ -23,8 +23,7 @@ namespace {
 void check_traffic(const Traffic& got, std::uint64_t transactions, std::uint64_t unit,
                    std::uint64_t used) {
   INFO("with " << unit << "-byte units: got " << describe(got) << "; expected " << transactions
-               << " transaction(s), " << transactions * unit << " B moved, " << used
-               << " B used");
+               << " transaction(s), " << transactions * unit << " B moved, " << used << " B used");
   CHECK((got.transactions == transactions && got.bytes_moved == transactions * unit &&
          got.bytes_used == used));
 }
@@ -85,8 +84,8 @@ TEST_CASE("Scenario 5: four 32-byte pieces spread over 0-511 use 25 % of four se
 TEST_CASE("One far-away lane costs a whole extra segment but only one extra sector",
           "[lab02][host][model]") {
   const auto r = make_request([](int lane) { return lane < 31 ? 4u * lane : 4096u; });
-  check_traffic(warp_traffic(r, kSegmentBytes), 2, 128, 128);   // 124 + 4 of 256 bytes: 50 %
-  check_traffic(warp_traffic(r, kSectorBytes), 5, 32, 128);     // 128 of 160 bytes: 80 %
+  check_traffic(warp_traffic(r, kSegmentBytes), 2, 128, 128);  // 124 + 4 of 256 bytes: 50 %
+  check_traffic(warp_traffic(r, kSectorBytes), 5, 32, 128);    // 128 of 160 bytes: 80 %
 }
 
 TEST_CASE("Strided float reads: sectors per request are 4, 8, 16 and then 32 from stride 8 on",
@@ -118,8 +117,8 @@ TEST_CASE("An access that crosses a unit boundary needs both units", "[lab02][ho
 
 TEST_CASE("Idle lanes cost nothing", "[lab02][host][model]") {
   // Only lanes 0-7 take part; the idle lanes' addresses point far away and must be ignored.
-  const auto r = make_request([](int lane) { return lane < 8 ? 4u * lane : 1'000'000u * lane; },
-                              4, 0xFFu);
+  const auto r =
+      make_request([](int lane) { return lane < 8 ? 4u * lane : 1'000'000u * lane; }, 4, 0xFFu);
   check_traffic(warp_traffic(r, kSegmentBytes), 1, 128, 32);
   check_traffic(warp_traffic(r, kSectorBytes), 1, 32, 32);
   const auto none = make_request([](int lane) { return 4u * lane; }, 4, 0u);
@@ -167,12 +166,12 @@ TEST_CASE("The given mapping covers the matrix but each warp touches 32 sectors"
 TEST_CASE("The fixed mapping handles every element of the matrix exactly once",
           "[lab02][host][mapping]") {
   const auto fixed = [](int r, int c, int t) { return lab02::coalesced_element(r, c, t); };
-  const int sizes[][2] = {{1, 1}, {32, 32}, {31, 33}, {33, 31}, {64, 96}, {127, 129}, {1, 100},
-                          {100, 1}};
+  const int sizes[][2] = {{1, 1},   {32, 32},   {31, 33}, {33, 31},
+                          {64, 96}, {127, 129}, {1, 100}, {100, 1}};
   for (const auto& s : sizes) {
     const std::string problem = lab02_test::coverage_problem(fixed, s[0], s[1]);
-    INFO("matrix " << lab02_test::size_text(s[0], s[1]) << ": " << problem << "\nHint: "
-                   << lab02_test::kMappingHint);
+    INFO("matrix " << lab02_test::size_text(s[0], s[1]) << ": " << problem
+                   << "\nHint: " << lab02_test::kMappingHint);
     CHECK(problem.empty());
   }
 }
@@ -233,7 +232,7 @@ TEST_CASE("The given uncoalesced kernel and the strided read are right", "[lab02
 TEST_CASE("The coalesced kernel scales every element of odd and square matrices",
           "[lab02][gpu][coalesced]") {
   const auto seed = cml::test_seed();
-  const int sizes[][2] = {{1, 1},   {2, 2},   {3, 3},    {31, 31}, {32, 32},
+  const int sizes[][2] = {{1, 1},   {2, 2},     {3, 3},     {31, 31},  {32, 32},
                           {33, 33}, {127, 129}, {128, 128}, {33, 130}, {1000, 17}};
   for (const auto& s : sizes) {
     CML_REQUIRE_MATCH(lab02_test::check_scale(lab02::scale_coalesced, s[0], s[1], seed,
@@ -250,7 +249,7 @@ TEST_CASE("The coalesced kernel is right on a matrix that fills the GPU",
 TEST_CASE("Small matrices for the memory checker", "[lab02][gpu][sanitizer]") {
   const auto seed = cml::test_seed();
   for (int n : {1, 33, 70}) {
-    CML_REQUIRE_MATCH(lab02_test::check_scale(lab02::scale_coalesced, n, n + 1, seed,
-                                              lab02_test::kMappingHint));
+    CML_REQUIRE_MATCH(
+        lab02_test::check_scale(lab02::scale_coalesced, n, n + 1, seed, lab02_test::kMappingHint));
   }
 }

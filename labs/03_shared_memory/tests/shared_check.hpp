@@ -41,8 +41,8 @@ inline const char* kBlurHint =
 /// An exact element-by-element comparison for any copyable type, reported like cml::compare.
 template <class T>
 cml::CompareResult exact_match(const std::vector<T>& got, const std::vector<T>& want,
-                               const std::string& name, const std::string& size,
-                               std::uint64_t seed, const std::string& hint) {
+                               const std::string& name, const std::string& size, std::uint64_t seed,
+                               const std::string& hint) {
   cml::CompareResult result;
   result.checked = got.size();
   std::ostringstream lines;
@@ -50,8 +50,7 @@ cml::CompareResult exact_match(const std::vector<T>& got, const std::vector<T>& 
   for (std::size_t i = 0; i < got.size() && i < want.size(); ++i) {
     if (std::memcmp(&got[i], &want[i], sizeof(T)) == 0) continue;
     if (++result.mismatches <= 5) {
-      lines << "  " << name << "[" << i << "] = " << +got[i] << ", expected " << +want[i]
-            << "\n";
+      lines << "  " << name << "[" << i << "] = " << +got[i] << ", expected " << +want[i] << "\n";
     }
   }
   if (got.size() != want.size()) ++result.mismatches;
@@ -118,12 +117,13 @@ inline std::vector<double> random_doubles(std::size_t count, std::uint64_t seed)
 /// Runs carve_reverse on three random arrays and checks each one.
 inline cml::CompareResult check_carve(int n_bytes, int n_floats, int n_doubles,
                                       std::uint64_t seed) {
-  const std::uint64_t s = cml::derive_seed(seed, 1'000'003ull * n_bytes + 1009ull * n_floats +
-                                                     n_doubles);
+  const std::uint64_t s =
+      cml::derive_seed(seed, 1'000'003ull * n_bytes + 1009ull * n_floats + n_doubles);
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(n_bytes));
   const auto ints = cml::random_ints(bytes.size(), cml::derive_seed(s, 0), 0, 255);
   for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(ints[i]);
-  const auto floats = cml::random_floats(static_cast<std::size_t>(n_floats), cml::derive_seed(s, 1));
+  const auto floats =
+      cml::random_floats(static_cast<std::size_t>(n_floats), cml::derive_seed(s, 1));
   const auto doubles = random_doubles(static_cast<std::size_t>(n_doubles), cml::derive_seed(s, 2));
 
   // Empty buffers still get a guard zone, so a write to a zero-length array is caught too.
@@ -137,16 +137,17 @@ inline cml::CompareResult check_carve(int n_bytes, int n_floats, int n_doubles,
   lab03::carve_reverse(d_bytes.data(), n_bytes, d_floats.data(), n_floats, d_doubles.data(),
                        n_doubles);
   if (auto k = cml::require_kernel(launches, "carve_reverse"); !k.ok) return k;
-  const std::string size = "bytes=" + std::to_string(n_bytes) + ", floats=" +
-                           std::to_string(n_floats) + ", doubles=" + std::to_string(n_doubles);
+  const std::string size = "bytes=" + std::to_string(n_bytes) +
+                           ", floats=" + std::to_string(n_floats) +
+                           ", doubles=" + std::to_string(n_doubles);
   const auto got_bytes = d_bytes.download();
   const auto got_floats = d_floats.download();
   const auto got_doubles = d_doubles.download();
   if (auto g = guards_ok(d_bytes, "bytes", size, seed); !g.ok) return g;
   if (auto g = guards_ok(d_floats, "floats", size, seed); !g.ok) return g;
   if (auto g = guards_ok(d_doubles, "doubles", size, seed); !g.ok) return g;
-  if (auto r = exact_match(got_bytes, {bytes.rbegin(), bytes.rend()}, "bytes", size, seed,
-                           kCarveHint);
+  if (auto r =
+          exact_match(got_bytes, {bytes.rbegin(), bytes.rend()}, "bytes", size, seed, kCarveHint);
       !r.ok) {
     return r;
   }
@@ -161,10 +162,10 @@ inline cml::CompareResult check_carve(int n_bytes, int n_floats, int n_doubles,
 
 /// Computes the blur of `input` on the GPU with `blur` (into a poisoned, guarded output) and
 /// compares it with a double-precision CPU blur.
-inline cml::CompareResult check_blur(const std::function<void(const float*, float*, int, int)>& blur,
-                                     const std::vector<float>& input, int radius,
-                                     std::uint64_t seed, const std::string& hint,
-                                     const std::string& extra = "") {
+inline cml::CompareResult check_blur(
+    const std::function<void(const float*, float*, int, int)>& blur,
+    const std::vector<float>& input, int radius, std::uint64_t seed, const std::string& hint,
+    const std::string& extra = "") {
   const int n = static_cast<int>(input.size());
   cml::DeviceBuffer<float> d_in(input.size()), d_out(input.size(), kGuardBytes);
   d_in.upload(input);
@@ -180,17 +181,18 @@ inline cml::CompareResult check_blur(const std::function<void(const float*, floa
   const double width = 2.0 * radius + 1.0;
   cml::parallel_for(static_cast<std::size_t>(n), std::size_t{1} << 18,
                     [&](std::size_t begin, std::size_t end) {
-    for (int i = static_cast<int>(begin); i < static_cast<int>(end); ++i) {
-      double sum = 0.0, mag = 0.0;
-      for (int k = -radius; k <= radius; ++k) {
-        const double v = input[static_cast<std::size_t>(std::clamp(i + k, 0, n - 1))];
-        sum += v;
-        mag += v < 0 ? -v : v;
-      }
-      want[static_cast<std::size_t>(i)] = sum / width;
-      magnitude[static_cast<std::size_t>(i)] = mag / width;
-    }
-  });
+                      for (int i = static_cast<int>(begin); i < static_cast<int>(end); ++i) {
+                        double sum = 0.0, mag = 0.0;
+                        for (int k = -radius; k <= radius; ++k) {
+                          const double v =
+                              input[static_cast<std::size_t>(std::clamp(i + k, 0, n - 1))];
+                          sum += v;
+                          mag += v < 0 ? -v : v;
+                        }
+                        want[static_cast<std::size_t>(i)] = sum / width;
+                        magnitude[static_cast<std::size_t>(i)] = mag / width;
+                      }
+                    });
   cml::CompareContext ctx;
   ctx.name = "out";
   ctx.size = size;
@@ -203,8 +205,8 @@ inline cml::CompareResult check_blur(const std::function<void(const float*, floa
 inline cml::CompareResult check_blur_random(
     const std::function<void(const float*, float*, int, int)>& blur, int n, int radius,
     std::uint64_t seed, const std::string& hint, const std::string& extra = "") {
-  const auto input = cml::random_floats(static_cast<std::size_t>(n),
-                                        cml::derive_seed(seed, 7919ull * n + radius));
+  const auto input =
+      cml::random_floats(static_cast<std::size_t>(n), cml::derive_seed(seed, 7919ull * n + radius));
   return check_blur(blur, input, radius, seed, hint, extra);
 }
 

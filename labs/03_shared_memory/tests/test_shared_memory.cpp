@@ -39,10 +39,10 @@ std::string show(const lab03::BlurPlan& p) {
 void check_plan(const SharedLimits& limits, int radius, int blocks_per_sm, int tile,
                 std::size_t bytes, bool optin) {
   const auto plan = lab03::plan_blur_tile(limits, radius, blocks_per_sm);
-  INFO("plan_blur_tile(per_block " << limits.per_block << ", optin " << limits.per_block_optin
-                                   << ", per_sm " << limits.per_sm << ", reserved "
-                                   << limits.reserved_per_block << "; radius " << radius
-                                   << ", blocks_per_sm " << blocks_per_sm << ") = " << show(plan));
+  INFO("plan_blur_tile(per_block "
+       << limits.per_block << ", optin " << limits.per_block_optin << ", per_sm " << limits.per_sm
+       << ", reserved " << limits.reserved_per_block << "; radius " << radius << ", blocks_per_sm "
+       << blocks_per_sm << ") = " << show(plan));
   CHECK(plan.tile == tile);
   CHECK(plan.shared_bytes == bytes);
   CHECK(plan.needs_optin == optin);
@@ -76,8 +76,8 @@ TEST_CASE("Arrays are placed in order, each at a multiple of its alignment",
   }
   {
     INFO("the notes' order, 3 ints, 2 floats, 5 chars: no padding needed");
-    const auto l = lab03::plan_shared_layout(
-        {array_of<int>(3), array_of<float>(2), array_of<char>(5)});
+    const auto l =
+        lab03::plan_shared_layout({array_of<int>(3), array_of<float>(2), array_of<char>(5)});
     CHECK(l.offsets == Offsets{0, 12, 20});
     CHECK(l.total_bytes == 25u);
   }
@@ -109,8 +109,7 @@ TEST_CASE("Empty arrays take no room and a 16-byte type starts at a multiple of 
 }
 
 TEST_CASE("Alignments that are not powers of two are refused", "[lab03][host][given]") {
-  CHECK_THROWS_AS(lab03::plan_shared_layout({lab03::SharedArray{4, 4, 0}}),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(lab03::plan_shared_layout({lab03::SharedArray{4, 4, 0}}), std::invalid_argument);
   CHECK_THROWS_AS(lab03::plan_shared_layout({array_of<float>(1), lab03::SharedArray{4, 12, 12}}),
                   std::invalid_argument);
 }
@@ -150,8 +149,8 @@ TEST_CASE("The baseline blur matches the CPU reference", "[lab03][gpu][given]") 
   const auto seed = cml::test_seed();
   for (int n : {1, 2, 3, 33, 129, 1000}) {
     for (int radius : {0, 1, 8}) {
-      CML_REQUIRE_MATCH(check_blur_random(lab03::blur_global, n, radius, seed,
-                                          "the baseline is given code"));
+      CML_REQUIRE_MATCH(
+          check_blur_random(lab03::blur_global, n, radius, seed, "the baseline is given code"));
     }
   }
 }
@@ -214,9 +213,8 @@ TEST_CASE("The dynamic reverse works above 48 KB and at the block limit by optin
 TEST_CASE("Three differently typed arrays share one buffer without overlapping",
           "[lab03][gpu][carve]") {
   const auto seed = cml::test_seed();
-  const int cases[][3] = {{1, 1, 1},      {3, 5, 2},         {1, 0, 1},
-                          {0, 3, 0},      {33, 17, 9},       {1001, 301, 99},
-                          {4095, 1023, 1024}, {12289, 2047, 2047}};
+  const int cases[][3] = {{1, 1, 1},   {3, 5, 2},       {1, 0, 1},          {0, 3, 0},
+                          {33, 17, 9}, {1001, 301, 99}, {4095, 1023, 1024}, {12289, 2047, 2047}};
   for (const auto& c : cases) {
     CML_REQUIRE_MATCH(check_carve(c[0], c[1], c[2], seed));
   }
@@ -235,8 +233,8 @@ TEST_CASE("The shared blur matches the reference for odd sizes, radii and tiles"
   for (int tile : {1, 7, 256, 1000}) {
     for (int radius : {0, 1, 3, 8}) {
       for (int n : {1, 2, 3, 31, 33, 127, 129, 1000, 10007}) {
-        CML_REQUIRE_MATCH(check_blur_random(shared_blur_with_tile(tile), n, radius, seed,
-                                            kBlurHint, ", tile=" + std::to_string(tile)));
+        CML_REQUIRE_MATCH(check_blur_random(shared_blur_with_tile(tile), n, radius, seed, kBlurHint,
+                                            ", tile=" + std::to_string(tile)));
       }
     }
   }
@@ -246,14 +244,13 @@ TEST_CASE("The shared blur matches the reference for odd sizes, radii and tiles"
   CHECK(attributes.sharedSizeBytes == 0u);
 }
 
-TEST_CASE("The tile chosen for this GPU blurs an array that fills the GPU",
-          "[lab03][gpu][blur]") {
+TEST_CASE("The tile chosen for this GPU blurs an array that fills the GPU", "[lab03][gpu][blur]") {
   const auto device = cml::query_device();
   REQUIRE(device.has_value());
   const int blocks_per_sm = device->max_threads_per_sm / lab03::kBlurThreads;
   const auto plan = lab03::plan_blur_tile(lab03::limits_of(*device), 8, blocks_per_sm);
-  INFO("plan_blur_tile(this GPU, radius 8, " << blocks_per_sm << " blocks per SM) = "
-                                             << show(plan));
+  INFO("plan_blur_tile(this GPU, radius 8, " << blocks_per_sm
+                                             << " blocks per SM) = " << show(plan));
   REQUIRE(plan.tile >= lab03::kBlurThreads);
   const int n = (1 << 24) + 3;
   CML_REQUIRE_MATCH(check_blur_random(shared_blur_with_tile(plan.tile), n, 8, cml::test_seed(),
@@ -301,6 +298,6 @@ TEST_CASE("Small cases for the race checker", "[lab03][gpu][sanitizer]") {
   CML_REQUIRE_MATCH(check_reverse(lab03::reverse_dynamic, 2500, seed));
   CML_REQUIRE_MATCH(check_carve(5, 7, 3, seed));
   CML_REQUIRE_MATCH(check_carve(700, 300, 200, seed));
-  CML_REQUIRE_MATCH(check_blur_random(shared_blur_with_tile(512), 2000, 3, seed, kBlurHint,
-                                      ", tile=512"));
+  CML_REQUIRE_MATCH(
+      check_blur_random(shared_blur_with_tile(512), 2000, 3, seed, kBlurHint, ", tile=512"));
 }

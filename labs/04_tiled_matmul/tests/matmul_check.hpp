@@ -82,9 +82,8 @@ inline const std::set<const void*>& required_kernels(int n) {
     }
   };
   note([&] { lab04::matmul_tiled(d_a.data(), d_b.data(), d_c.data(), n); });
-  note([&] {
-    lab04::matmul_tiled_dynamic(d_a.data(), d_b.data(), d_c.data(), n, lab04::kMaxTile);
-  });
+  note(
+      [&] { lab04::matmul_tiled_dynamic(d_a.data(), d_b.data(), d_c.data(), n, lab04::kMaxTile); });
   note([&] { lab04::matmul_naive(d_a.data(), d_b.data(), d_c.data(), n); });
   return found.emplace(n, std::move(kernels)).first->second;
 }
@@ -127,8 +126,7 @@ inline cml::CompareResult check_register(const std::vector<float>& a, const std:
 }
 
 /// make_inputs() then check_register().
-inline cml::CompareResult check_register_random(int n, std::uint64_t seed,
-                                                const std::string& hint,
+inline cml::CompareResult check_register_random(int n, std::uint64_t seed, const std::string& hint,
                                                 std::size_t check_rows = 0) {
   const auto [a, b] = make_inputs(n, seed);
   return check_register(a, b, n, seed, hint, check_rows);

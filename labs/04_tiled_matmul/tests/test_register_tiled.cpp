@@ -19,9 +19,10 @@ const char* kRegisterHint =
     "(tile_a[k][row]) if you read it as such, and that both __syncthreads() are there.";
 
 const std::string kFallbackHint =
-    std::string("sizes that are not multiples of kRegisterBlock take the fallback to "
-                "matmul_tiled: 192 and 320 are multiples of 64 but not of 128, so a kernel "
-                "with a 128×128 block tile must not run there. ") +
+    std::string(
+        "sizes that are not multiples of kRegisterBlock take the fallback to "
+        "matmul_tiled: 192 and 320 are multiples of 64 but not of 128, so a kernel "
+        "with a 128×128 block tile must not run there. ") +
     lab04_test::kTiledHint;
 
 }  // namespace
@@ -36,8 +37,7 @@ TEST_CASE("The register-tiled kernel matches the reference at multiples of the b
 
 TEST_CASE("The register-tiled kernel is right on a matrix that fills the GPU",
           "[lab04][gpu][register]") {
-  CML_REQUIRE_MATCH(
-      lab04_test::check_register_random(4096, cml::test_seed(), kRegisterHint, 24));
+  CML_REQUIRE_MATCH(lab04_test::check_register_random(4096, cml::test_seed(), kRegisterHint, 24));
 }
 
 TEST_CASE("The register-tiled product falls back to the tiled kernel off the block tile",
@@ -45,8 +45,7 @@ TEST_CASE("The register-tiled product falls back to the tiled kernel off the blo
   // The fallback is given code: its sizes count only for a file whose own kernel runs where
   // the block tile fits.
   const auto seed = cml::test_seed();
-  CML_REQUIRE_MATCH(lab04_test::check_register_random(lab04::kRegisterBlock, seed,
-                                                      kRegisterHint));
+  CML_REQUIRE_MATCH(lab04_test::check_register_random(lab04::kRegisterBlock, seed, kRegisterHint));
   // 96 and 160 are multiples of kTile but not of 64; 192 and 320 of 64 but not of
   // kRegisterBlock. matmul_tiled runs at all four.
   for (int n : {96, 160, 192, 320}) {
@@ -56,8 +55,8 @@ TEST_CASE("The register-tiled product falls back to the tiled kernel off the blo
 
 TEST_CASE("A small register-tiled product for the memory and race checkers",
           "[lab04][gpu][register][sanitizer]") {
-  CML_REQUIRE_MATCH(lab04_test::check_register_random(lab04::kRegisterBlock, cml::test_seed(),
-                                                      kRegisterHint));
+  CML_REQUIRE_MATCH(
+      lab04_test::check_register_random(lab04::kRegisterBlock, cml::test_seed(), kRegisterHint));
 }
 
 TEST_CASE("The register-tiled product refuses sizes that are not a multiple of kTile",

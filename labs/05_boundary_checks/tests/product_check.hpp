@@ -87,8 +87,8 @@ inline cml::MatmulProblem problem(const Shape& s) {
 /// A and B for one shape, derived from `seed` (different for every shape).
 inline std::pair<std::vector<float>, std::vector<float>> make_inputs(const Shape& s,
                                                                      std::uint64_t seed) {
-  const std::uint64_t tag = (static_cast<std::uint64_t>(s.rows) * 100'003u + s.inner) *
-                                100'019u + static_cast<std::uint64_t>(s.cols);
+  const std::uint64_t tag = (static_cast<std::uint64_t>(s.rows) * 100'003u + s.inner) * 100'019u +
+                            static_cast<std::uint64_t>(s.cols);
   return cml::matmul_inputs(problem(s), seed, tag);
 }
 
@@ -181,8 +181,8 @@ inline std::string edge_report(const Shape& s, int tile, const std::vector<float
   }
   if (edge.result.unwritten > 0) {
     out << "- " << edge.result.unwritten
-        << " edge-tile elements were never written: the grid needs ceil(I/" << tile
-        << ") × ceil(K/" << tile << ") blocks (integer division drops the edge tiles).\n";
+        << " edge-tile elements were never written: the grid needs ceil(I/" << tile << ") × ceil(K/"
+        << tile << ") blocks (integer division drops the edge tiles).\n";
   }
   if (landing.result.mismatches > 0 && interior.result.mismatches == 0) {
     out << "- The wrong interior elements are all in the first " << padded_cols - s.cols
@@ -190,8 +190,8 @@ inline std::string edge_report(const Shape& s, int tile, const std::vector<float
            "lands when the store is not tested (it runs past the row's end into the next).\n";
   }
   if (interior.result.mismatches > 0 && ragged_j) {
-    out << "- The interior is wrong too, and J = " << s.inner << " is not a multiple of "
-        << tile << ": every element of C sums over the partial last phase. Run ceil(J/" << tile
+    out << "- The interior is wrong too, and J = " << s.inner << " is not a multiple of " << tile
+        << ": every element of C sums over the partial last phase. Run ceil(J/" << tile
         << ") phases and load 0 where k >= J (an A load with k >= J silently reads the next "
            "row of A).\n";
   }
@@ -200,13 +200,11 @@ inline std::string edge_report(const Shape& s, int tile, const std::vector<float
         << ": this is not only an edge problem. Check the row lengths (A's rows are J long, "
            "B's and C's K long) and the barriers.\n";
   }
-  const std::size_t wrong_values = edge.result.mismatches + interior_bad -
-                                   edge.result.unwritten - landing.result.unwritten -
-                                   interior.result.unwritten;
+  const std::size_t wrong_values = edge.result.mismatches + interior_bad - edge.result.unwritten -
+                                   landing.result.unwritten - interior.result.unwritten;
   if (zeros > 0 && zeros == wrong_values && s.inner < tile) {
     out << "- Every wrong element is exactly 0, as if no phase ran: J = " << s.inner
-        << " is less than the tile, so J/" << tile << " is 0; run ceil(J/" << tile
-        << ") phases.\n";
+        << " is less than the tile, so J/" << tile << " is 0; run ceil(J/" << tile << ") phases.\n";
   }
   if (stray_nan > 0 && nan_after_inputs) {
     out << "- NaN results (" << stray_nan
@@ -227,8 +225,9 @@ inline cml::CompareResult check_product(const Matmul& matmul, const std::vector<
   cml::MatmulProblem p = problem(s);
   p.seed = seed;
   p.hint = hint;
-  p.guard_hint = "a thread of an edge tile stored outside C; test row < I && col < K before "
-                 "the store.";
+  p.guard_hint =
+      "a thread of an edge tile stored outside C; test row < I && col < K before "
+      "the store.";
   p.check_rows = check_rows;
   p.a_tail = pad ? reach_past_end(s.inner) : 0;
   p.b_tail = pad ? reach_past_end(s.cols) : 0;
@@ -238,8 +237,7 @@ inline cml::CompareResult check_product(const Matmul& matmul, const std::vector<
   };
   cml::MatmulCheck c = cml::check_matmul(product, a, b, p);
   if (!c.result.ok && !c.got.empty()) {
-    c.result.message +=
-        edge_report(s, lab05::kTile, c.got, c.reference, c.rows, c.tolerance, pad);
+    c.result.message += edge_report(s, lab05::kTile, c.got, c.reference, c.rows, c.tolerance, pad);
   }
   return c.result;
 }

@@ -60,13 +60,11 @@ TEST_CASE("Sizes that are multiples of the tile have nothing to mask", "[lab05][
   check_counts(64, 96, 32, 32, counts(2, 0, 3, 0, 0, 0, 0, 0));
 }
 
-TEST_CASE("One past a multiple of the tile makes most blocks edge blocks",
-          "[lab05][host][model]") {
+TEST_CASE("One past a multiple of the tile makes most blocks edge blocks", "[lab05][host][model]") {
   // n = 33 with 32×32 tiles: 4 blocks of which 3 hang over C, and 3007 of the 4096 threads
   // have no element of C.
   check_counts(33, 33, 33, 32, counts(4, 3, 2, 3007, 6014, 6014, 4030, 4030));
-  check_counts(1000, 1000, 1000, 32,
-               counts(1024, 63, 32, 48576, 1554432, 1554432, 787200, 787200));
+  check_counts(1000, 1000, 1000, 32, counts(1024, 63, 32, 48576, 1554432, 1554432, 787200, 787200));
 }
 
 TEST_CASE("An inner size off the tile masks loads in blocks that are not edge blocks",
@@ -128,8 +126,8 @@ TEST_CASE("The failure report points at the edge tiles", "[lab05][host][given]")
 
 TEST_CASE("The naive baseline matches the reference for any shape", "[lab05][gpu][given]") {
   const auto seed = cml::test_seed();
-  for (const Shape& s : {Shape{1, 1, 1}, Shape{3, 3, 3}, Shape{17, 31, 33}, Shape{1, 100, 33},
-                         Shape{129, 1, 7}}) {
+  for (const Shape& s :
+       {Shape{1, 1, 1}, Shape{3, 3, 3}, Shape{17, 31, 33}, Shape{1, 100, 33}, Shape{129, 1, 7}}) {
     CML_REQUIRE_MATCH(check_random(general(lab05::matmul_naive), s, seed, "given code"));
   }
 }
@@ -159,19 +157,19 @@ TEST_CASE("The tiled kernel matches the reference for square sizes off the tile"
           "[lab05][gpu][square]") {
   const auto seed = cml::test_seed();
   for (int n : lab05_test::square_sizes()) {
-    CML_REQUIRE_MATCH(check_random(square_only(lab05::matmul_square), square(n), seed,
-                                   kSquareHint));
+    CML_REQUIRE_MATCH(
+        check_random(square_only(lab05::matmul_square), square(n), seed, kSquareHint));
   }
 }
 
 TEST_CASE("The tiled kernel is right at n = 1000", "[lab05][gpu][square]") {
-  CML_REQUIRE_MATCH(check_random(square_only(lab05::matmul_square), square(1000),
-                                 cml::test_seed(), kSquareHint, 40));
+  CML_REQUIRE_MATCH(check_random(square_only(lab05::matmul_square), square(1000), cml::test_seed(),
+                                 kSquareHint, 40));
 }
 
 TEST_CASE("The tiled kernel is right on a matrix that fills the GPU", "[lab05][gpu][square]") {
-  CML_REQUIRE_MATCH(check_random(square_only(lab05::matmul_square), square(4097),
-                                 cml::test_seed(), kSquareHint, 24));
+  CML_REQUIRE_MATCH(check_random(square_only(lab05::matmul_square), square(4097), cml::test_seed(),
+                                 kSquareHint, 24));
 }
 
 TEST_CASE("The general kernel matches the reference for non-square shapes",
@@ -184,14 +182,13 @@ TEST_CASE("The general kernel matches the reference for non-square shapes",
   }
 }
 
-TEST_CASE("The general kernel handles one-row and one-column shapes",
-          "[lab05][gpu][general]") {
+TEST_CASE("The general kernel handles one-row and one-column shapes", "[lab05][gpu][general]") {
   // 1×N and N×1 results, a dot product and an outer product: all but a sliver of each block
   // has no element of C, yet those threads' loads are needed.
   const auto seed = cml::test_seed();
-  for (const Shape& s : {Shape{1, 1, 1}, Shape{1, 1000, 1}, Shape{1, 33, 1000},
-                         Shape{1000, 33, 1}, Shape{1, 1, 1000}, Shape{1000, 1, 1},
-                         Shape{1000, 1, 1000}, Shape{1000, 1000, 1}}) {
+  for (const Shape& s :
+       {Shape{1, 1, 1}, Shape{1, 1000, 1}, Shape{1, 33, 1000}, Shape{1000, 33, 1},
+        Shape{1, 1, 1000}, Shape{1000, 1, 1}, Shape{1000, 1, 1000}, Shape{1000, 1000, 1}}) {
     CML_REQUIRE_MATCH(check_random(general(lab05::matmul_general), s, seed, kGeneralHint));
   }
 }
@@ -205,8 +202,8 @@ TEST_CASE("Small products for the memory, race and barrier checkers", "[lab05][g
   // No padding around the arrays: under compute-sanitizer any access past them is reported.
   const auto seed = cml::test_seed();
   for (int n : {3, 33}) {
-    CML_REQUIRE_MATCH(check_random(square_only(lab05::matmul_square), square(n), seed,
-                                   kSquareHint, 0, Padding::none));
+    CML_REQUIRE_MATCH(check_random(square_only(lab05::matmul_square), square(n), seed, kSquareHint,
+                                   0, Padding::none));
   }
   for (const Shape& s : {Shape{17, 31, 33}, Shape{1, 40, 1}, Shape{40, 1, 40}}) {
     CML_REQUIRE_MATCH(

@@ -37,8 +37,8 @@ TEST_CASE("Consecutive 4-byte words sit in consecutive banks, wrapping after 32"
   CHECK(lab06::bank_of(0) == 0);
   CHECK(lab06::bank_of(4) == 1);
   CHECK(lab06::bank_of(124) == 31);
-  CHECK(lab06::bank_of(128) == 0);   // word 32 wraps around to bank 0
-  CHECK(lab06::bank_of(7) == 1);     // any byte of word 1
+  CHECK(lab06::bank_of(128) == 0);  // word 32 wraps around to bank 0
+  CHECK(lab06::bank_of(7) == 1);    // any byte of word 1
   CHECK(lab06::bank_of(4096 + 8) == 2);
 }
 
@@ -71,8 +71,13 @@ TEST_CASE("Lanes reading the same word are served at once (broadcast)", "[lab06]
 
 TEST_CASE("A struct of 32 floats is a 32-way conflict; one float of padding removes it",
           "[lab06][host][model]") {
-  struct Plain { float f[32]; };
-  struct Padded { float f[32]; float pad; };
+  struct Plain {
+    float f[32];
+  };
+  struct Padded {
+    float f[32];
+    float pad;
+  };
   static_assert(sizeof(Plain) == 128 && sizeof(Padded) == 132, "4-byte floats");
   for (std::uint32_t field : {0u, 5u}) {
     INFO("lane i reads s[i].f[" << field << "]");
@@ -98,8 +103,7 @@ TEST_CASE("A column of an unpadded 32-wide tile is 32-way; of a padded one, conf
 
 TEST_CASE("Empty shapes are refused", "[lab06][host][given]") {
   CHECK_THROWS_AS(lab06::transpose_naive(nullptr, nullptr, 0, 4), std::invalid_argument);
-  CHECK_THROWS_AS(lab06::transpose_tiled_conflicted(nullptr, nullptr, 4, 0),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(lab06::transpose_tiled_conflicted(nullptr, nullptr, 4, 0), std::invalid_argument);
   CHECK_THROWS_AS(lab06::transpose_tiled_padded(nullptr, nullptr, -1, 4), std::invalid_argument);
 }
 
@@ -121,14 +125,15 @@ TEST_CASE("The plain copy copies", "[lab06][gpu][given]") {
 TEST_CASE("The conflicted tile transpose is right for every shape", "[lab06][gpu][tiled]") {
   const auto seed = cml::test_seed();
   for (const auto& [rows, cols] : lab06_test::shapes()) {
-    CML_REQUIRE_MATCH(check_transpose(lab06::transpose_tiled_conflicted, rows, cols, seed, kTileHint));
+    CML_REQUIRE_MATCH(
+        check_transpose(lab06::transpose_tiled_conflicted, rows, cols, seed, kTileHint));
   }
 }
 
 TEST_CASE("The conflicted tile transpose is right on a matrix that fills the GPU",
           "[lab06][gpu][tiled]") {
-  CML_REQUIRE_MATCH(check_transpose(lab06::transpose_tiled_conflicted, 4096, 3072,
-                                    cml::test_seed(), kTileHint));
+  CML_REQUIRE_MATCH(
+      check_transpose(lab06::transpose_tiled_conflicted, 4096, 3072, cml::test_seed(), kTileHint));
 }
 
 TEST_CASE("The padded tile transpose is right for every shape", "[lab06][gpu][padded]") {
@@ -140,8 +145,8 @@ TEST_CASE("The padded tile transpose is right for every shape", "[lab06][gpu][pa
 
 TEST_CASE("The padded tile transpose is right on a matrix that fills the GPU",
           "[lab06][gpu][padded]") {
-  CML_REQUIRE_MATCH(check_transpose(lab06::transpose_tiled_padded, 3072, 4096,
-                                    cml::test_seed(), kTileHint));
+  CML_REQUIRE_MATCH(
+      check_transpose(lab06::transpose_tiled_padded, 3072, 4096, cml::test_seed(), kTileHint));
 }
 
 TEST_CASE("Small transposes for the memory and race checkers", "[lab06][gpu][sanitizer]") {
@@ -166,8 +171,8 @@ TEST_CASE("Measured cycles per access rise with the predicted conflict degree",
     }
     degree.push_back(lab06::conflict_degree(addresses));
     cycles.push_back(lab06::measure_cycles_per_access(strides[i]));
-    table << std::setw(6) << strides[i] << std::setw(18) << degree[i] << std::setw(19)
-          << std::fixed << std::setprecision(1) << cycles[i] << "\n";
+    table << std::setw(6) << strides[i] << std::setw(18) << degree[i] << std::setw(19) << std::fixed
+          << std::setprecision(1) << cycles[i] << "\n";
   }
   std::cout << table.str();
   INFO(table.str());

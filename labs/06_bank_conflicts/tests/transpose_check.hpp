@@ -42,7 +42,8 @@ inline cml::CompareResult check_transpose_of(const Transpose& transpose,
   ctx.size = shape(rows, cols);
   ctx.seed = seed;
   ctx.hint = hint;
-  const auto bad = cml::check_guards(d_out, ctx, "an edge tile is partial; test the output row "
+  const auto bad = cml::check_guards(d_out, ctx,
+                                     "an edge tile is partial; test the output row "
                                      "against cols and the output column against rows before "
                                      "storing.");
   if (!bad.ok) return bad;
@@ -62,17 +63,20 @@ inline cml::CompareResult check_transpose_of(const Transpose& transpose,
 inline cml::CompareResult check_transpose(const Transpose& transpose, int rows, int cols,
                                           std::uint64_t seed, const std::string& hint) {
   const std::size_t count = static_cast<std::size_t>(rows) * cols;
-  const auto in = cml::random_floats(
-      count, cml::derive_seed(seed, static_cast<std::uint64_t>(rows) * 1'000'003u + cols));
+  const auto in =
+      cml::random_floats(count,
+                         cml::derive_seed(seed,
+                                          static_cast<std::uint64_t>(rows) * 1'000'003u + cols));
   return check_transpose_of(transpose, in, rows, cols, seed, hint);
 }
 
 /// The shapes every transpose must get right: tiny, one off a tile, non-square, one row or
 /// one column.
 inline const std::vector<std::pair<int, int>>& shapes() {
-  static const std::vector<std::pair<int, int>> all = {
-      {1, 1},    {2, 2},   {3, 3},    {31, 31}, {32, 32}, {33, 33},   {127, 127},
-      {128, 128}, {129, 129}, {1, 100}, {100, 1},  {37, 1000}, {1000, 37}, {64, 96}};
+  static const std::vector<std::pair<int, int>> all = {{1, 1},     {2, 2},   {3, 3},     {31, 31},
+                                                       {32, 32},   {33, 33}, {127, 127}, {128, 128},
+                                                       {129, 129}, {1, 100}, {100, 1},   {37, 1000},
+                                                       {1000, 37}, {64, 96}};
   return all;
 }
 

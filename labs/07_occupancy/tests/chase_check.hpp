@@ -51,7 +51,8 @@ inline cml::CompareResult check_chase(const Chase& chase, int lines_log2, int wa
              ", lines=" + std::to_string(lines);
   ctx.seed = seed;
   ctx.hint = hint;
-  const auto bad = cml::check_guards(d_out, ctx, "launch exactly enough blocks for the warps; "
+  const auto bad = cml::check_guards(d_out, ctx,
+                                     "launch exactly enough blocks for the warps; "
                                      "chase_warp returns for warps past params.warps.");
   if (!bad.ok) return bad;
   const auto want = lab07::chase_reference(table, params, 0, warps);

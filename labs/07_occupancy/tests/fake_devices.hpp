@@ -53,8 +53,8 @@ inline cudaDeviceProp v100_prop() { return make_prop(7, 0, 2048, 32, 98304, 9830
 inline cudaDeviceProp rtx4090_prop() { return make_prop(8, 9, 1536, 24, 102400, 101376, 1024); }
 
 inline std::vector<FakeDevice> fake_devices() {
-  return {{"V100 (CC 7.0)", v100_prop()},   {"T4 (CC 7.5)", t4_prop()},
-          {"A100 (CC 8.0)", a100_prop()},   {"RTX 3070 (CC 8.6)", rtx3070_prop()},
+  return {{"V100 (CC 7.0)", v100_prop()},        {"T4 (CC 7.5)", t4_prop()},
+          {"A100 (CC 8.0)", a100_prop()},        {"RTX 3070 (CC 8.6)", rtx3070_prop()},
           {"RTX 4090 (CC 8.9)", rtx4090_prop()}, {"H100 (CC 9.0)", h100_prop()}};
 }
 

@@ -28,13 +28,13 @@ cudaDeviceProp this_device() {
   return prop;
 }
 
-const int kBlockSizes[] = {1,   16,  31,  32,  33,  64,  65,  96,  100, 128, 160, 192, 224, 250,
-                           256, 288, 320, 352, 384, 416, 448, 480, 512, 544, 576, 608, 640, 672,
+const int kBlockSizes[] = {1,   16,  31,  32,  33,  64,  65,  96,  100, 128, 160,  192, 224, 250,
+                           256, 288, 320, 352, 384, 416, 448, 480, 512, 544, 576,  608, 640, 672,
                            704, 736, 768, 800, 832, 864, 896, 928, 960, 992, 1000, 1024};
 
 std::vector<std::size_t> dynamic_sizes(std::size_t most) {
-  const std::size_t sizes[] = {0,     1,     127,   128,   129,    1000,   2048,   3072,
-                               5120,  8192,  12288, 16384, 24876,  30000,  32768,  45000,
+  const std::size_t sizes[] = {0,     1,     127,   128,    129,    1000,   2048,   3072,
+                               5120,  8192,  12288, 16384,  24876,  30000,  32768,  45000,
                                49152, 65536, 80000, 100000, 116736, 150000, 200000, 232448};
   std::vector<std::size_t> out;
   for (std::size_t s : sizes) {
@@ -99,8 +99,8 @@ TEST_CASE("The exact calculator equals cudaOccupancyMaxActiveBlocksPerMultiproce
                      << " registers, " << usage.shared_bytes << " B shared ("
                      << attr.sharedSizeBytes << " static) -> runtime " << runtime
                      << " blocks, yours " << mine.blocks << " (by_threads " << mine.by_threads
-                     << ", by_blocks " << mine.by_blocks << ", by_registers "
-                     << mine.by_registers << ", by_shared " << mine.by_shared << ")\n";
+                     << ", by_blocks " << mine.by_blocks << ", by_registers " << mine.by_registers
+                     << ", by_shared " << mine.by_shared << ")\n";
         }
       }
     }
@@ -132,8 +132,8 @@ TEST_CASE("The tuned chase matches the CPU model", "[lab07][gpu][chase]") {
   const auto seed = cml::test_seed();
   for (int warps : {1, 2, 7, 8, 9, 33, 1000, 4096}) {
     INFO("warps = " << warps);
-    CML_REQUIRE_MATCH(lab07_test::check_chase(lab07::chase_tuned, 12, warps, 2, seed,
-                                              lab07_test::kChaseHint));
+    CML_REQUIRE_MATCH(
+        lab07_test::check_chase(lab07::chase_tuned, 12, warps, 2, seed, lab07_test::kChaseHint));
   }
 }
 

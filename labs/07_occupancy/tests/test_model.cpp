@@ -19,17 +19,22 @@ const SmLimits kDeviceD{1536, 8, 16384, 16 * 1024};
 
 std::string describe(const lab07::Occupancy& o) {
   return "got blocks=" + std::to_string(o.blocks) + " (by_threads=" + std::to_string(o.by_threads) +
-         ", by_blocks=" + std::to_string(o.by_blocks) + ", by_registers=" +
-         std::to_string(o.by_registers) + ", by_shared=" + std::to_string(o.by_shared) +
-         "), warps=" + std::to_string(o.warps) + " of " + std::to_string(o.max_warps);
+         ", by_blocks=" + std::to_string(o.by_blocks) +
+         ", by_registers=" + std::to_string(o.by_registers) +
+         ", by_shared=" + std::to_string(o.by_shared) + "), warps=" + std::to_string(o.warps) +
+         " of " + std::to_string(o.max_warps);
 }
 
 const char* limiter_name(Limiter l) {
   switch (l) {
-    case Limiter::kThreads: return "threads";
-    case Limiter::kBlocks: return "blocks";
-    case Limiter::kRegisters: return "registers";
-    case Limiter::kSharedMemory: return "shared memory";
+    case Limiter::kThreads:
+      return "threads";
+    case Limiter::kBlocks:
+      return "blocks";
+    case Limiter::kRegisters:
+      return "registers";
+    case Limiter::kSharedMemory:
+      return "shared memory";
   }
   return "?";
 }

@@ -10,8 +10,9 @@ using labNN_test::check_scale;
 using labNN_test::kScaleHint;
 
 TEST_CASE("scale moves one float in and one out per element", "[labNN][host][model]") {
-  INFO("Hint: scale reads x[i] once and writes y[i] once: 2 * sizeof(float) bytes per "
-       "element. Multiply in 64 bits (n * 8 overflows an int past 268 million).");
+  INFO(
+      "Hint: scale reads x[i] once and writes y[i] once: 2 * sizeof(float) bytes per "
+      "element. Multiply in 64 bits (n * 8 overflows an int past 268 million).");
   for (int n : {1, 1000, 1 << 20, 1 << 30}) {
     INFO("scale_bytes(" << n << ")");
     CHECK(labNN::scale_bytes(n) == 8LL * n);
@@ -21,8 +22,8 @@ TEST_CASE("scale moves one float in and one out per element", "[labNN][host][mod
 TEST_CASE("The given baseline matches the CPU", "[labNN][gpu][given]") {
   const auto seed = cml::test_seed();
   for (int n : {1, 255, 256, 100003}) {
-    CML_REQUIRE_MATCH(check_scale(labNN::scale_baseline, n, 2.5f, seed,
-                                  "the baseline is given code"));
+    CML_REQUIRE_MATCH(
+        check_scale(labNN::scale_baseline, n, 2.5f, seed, "the baseline is given code"));
   }
 }
 

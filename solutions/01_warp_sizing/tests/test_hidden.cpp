@@ -86,8 +86,8 @@ TEST_CASE("The block size fits odd device limits", "[lab01][host][hidden][choose
   for (const Limits& l : {Limits{256, 2048, 32}, Limits{1024, 1536, 16}, Limits{96, 1536, 16},
                           Limits{1024, 768, 8}, Limits{32, 64, 2}, Limits{1024, 2048, 2}}) {
     const int bs = lab01::choose_block_size(l.per_block, l.per_sm, l.blocks_per_sm);
-    INFO("limits " << l.per_block << " per block, " << l.per_sm << " per SM, "
-                   << l.blocks_per_sm << " blocks per SM: got " << bs);
+    INFO("limits " << l.per_block << " per block, " << l.per_sm << " per SM, " << l.blocks_per_sm
+                   << " blocks per SM: got " << bs);
     REQUIRE(bs > 0);
     CHECK(bs % 32 == 0);
     CHECK(bs <= l.per_block);
@@ -127,7 +127,8 @@ TEST_CASE("Warp votes count divergent warps of random and large images",
     int width, height;
     dim3 block;
   };
-  std::vector<Case> cases = {{4099, 2051, dim3(24, 24)}, {100003, 1, dim3(1000)},
+  std::vector<Case> cases = {{4099, 2051, dim3(24, 24)},
+                             {100003, 1, dim3(1000)},
                              {1, 5000, dim3(1, 64)}};
   for (int i = 0; i < 12; ++i) {
     cases.push_back({sizes[2 * i], sizes[2 * i + 1], random_block(seed, 200 + i, false)});
@@ -138,10 +139,10 @@ TEST_CASE("Warp votes count divergent warps of random and large images",
     d_counts.poison();
     lab01::measure_divergence(c.width, c.height, c.block, d_counts.data());
     const auto got = d_counts.download();
-    INFO(c.width << "x" << c.height << " image, " << lab01_test::shape(c.block)
-                 << " blocks (seed " << seed << "): the GPU counted " << got[0] << " warps, "
-                 << got[1] << " divergent; by hand " << want.warps << " warps, "
-                 << want.divergent << " divergent");
+    INFO(c.width << "x" << c.height << " image, " << lab01_test::shape(c.block) << " blocks (seed "
+                 << seed << "): the GPU counted " << got[0] << " warps, " << got[1]
+                 << " divergent; by hand " << want.warps << " warps, " << want.divergent
+                 << " divergent");
     CML_REQUIRE_MATCH(
         cml::check_guards(d_counts, "the two counters", "", seed, lab01_test::kCountersGuardHint));
     REQUIRE(got[lab01::kWarpsSeen] == want.warps);

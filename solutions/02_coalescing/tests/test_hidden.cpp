@@ -90,7 +90,8 @@ TEST_CASE("Your memory model agrees: 32 segments per warp for the given mapping,
 
 TEST_CASE("The fixed mapping covers long thin matrices", "[lab02][host][hidden][mapping]") {
   const auto fixed = [](int r, int c, int t) { return lab02::coalesced_element(r, c, t); };
-  for (const auto& [rows, cols] : std::vector<std::pair<int, int>>{{1, 1000}, {1000, 3}, {65, 63}}) {
+  for (const auto& [rows, cols] :
+       std::vector<std::pair<int, int>>{{1, 1000}, {1000, 3}, {65, 63}}) {
     const std::string problem = lab02_test::coverage_problem(fixed, rows, cols);
     INFO(lab02_test::size_text(rows, cols) << ": " << problem);
     CHECK(problem.empty());

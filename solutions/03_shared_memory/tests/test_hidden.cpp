@@ -18,14 +18,14 @@ using Offsets = std::vector<std::size_t>;
 }
 
 TEST_CASE("The order of the arrays decides the padding", "[lab03][host][hidden][layout]") {
-  const auto narrow_first = lab03::plan_shared_layout(
-      {array_of<std::uint8_t>(1), array_of<std::uint16_t>(1), array_of<float>(1),
-       array_of<double>(1)});
+  const auto narrow_first =
+      lab03::plan_shared_layout({array_of<std::uint8_t>(1), array_of<std::uint16_t>(1),
+                                 array_of<float>(1), array_of<double>(1)});
   CHECK(narrow_first.offsets == Offsets{0, 2, 4, 8});
   CHECK(narrow_first.total_bytes == 16u);
-  const auto wide_first = lab03::plan_shared_layout(
-      {array_of<double>(1), array_of<float>(1), array_of<std::uint16_t>(1),
-       array_of<std::uint8_t>(1)});
+  const auto wide_first =
+      lab03::plan_shared_layout({array_of<double>(1), array_of<float>(1),
+                                 array_of<std::uint16_t>(1), array_of<std::uint8_t>(1)});
   CHECK(wide_first.offsets == Offsets{0, 8, 12, 14});
   CHECK(wide_first.total_bytes == 15u);
   const auto mixed = lab03::plan_shared_layout(
@@ -36,8 +36,8 @@ TEST_CASE("The order of the arrays decides the padding", "[lab03][host][hidden][
 }
 
 TEST_CASE("Offsets are computed in 64 bits", "[lab03][host][hidden][layout]") {
-  const auto l = lab03::plan_shared_layout(
-      {array_of<std::uint8_t>(3'000'000'001ull), array_of<double>(1)});
+  const auto l =
+      lab03::plan_shared_layout({array_of<std::uint8_t>(3'000'000'001ull), array_of<double>(1)});
   CHECK(l.offsets == Offsets{0, 3'000'000'008ull});
   CHECK(l.total_bytes == 3'000'000'016ull);
 }
@@ -90,8 +90,9 @@ TEST_CASE("Repeated shared blurs are bit-identical", "[lab03][gpu][hidden][blur]
     d_out.poison();
     lab03::blur_shared(d_in.data(), d_out.data(), n, radius, 4096);
     const auto again = d_out.download();
-    INFO("run " << run << " differs from run 0: is the __syncthreads() between staging the "
-                          "tile and reading it missing?");
+    INFO("run " << run
+                << " differs from run 0: is the __syncthreads() between staging the "
+                   "tile and reading it missing?");
     REQUIRE(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)) == 0);
   }
 }

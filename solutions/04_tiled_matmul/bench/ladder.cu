@@ -60,9 +60,11 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN))
   float reg_a[TM], reg_b[TN];
   for (int k0 = 0; k0 < n; k0 += BK) {
 #pragma unroll
-    for (int r = 0; r < BM; r += kRowsA) tile_a[(a_row + r) * BK + a_col] = a[(a_row + r) * n + a_col];
+    for (int r = 0; r < BM; r += kRowsA)
+      tile_a[(a_row + r) * BK + a_col] = a[(a_row + r) * n + a_col];
 #pragma unroll
-    for (int r = 0; r < BK; r += kRowsB) tile_b[(b_row + r) * BN + b_col] = b[(b_row + r) * n + b_col];
+    for (int r = 0; r < BK; r += kRowsB)
+      tile_b[(b_row + r) * BN + b_col] = b[(b_row + r) * n + b_col];
     __syncthreads();
     a += BK;
     b += static_cast<std::size_t>(BK) * n;

@@ -30,8 +30,9 @@ TEST_CASE("Repeated products are bit-identical", "[lab04][gpu][hidden][tiled]") 
   };
   CML_REQUIRE_MATCH(cml::check_matmul_repeatable(
       product, a, b,
-      lab04_test::problem(n, seed, "a race between loading and using the tiles (is a "
-                                   "__syncthreads() missing?)")));
+      lab04_test::problem(n, seed,
+                          "a race between loading and using the tiles (is a "
+                          "__syncthreads() missing?)")));
 }
 
 TEST_CASE("The run-time tile kernel handles tile widths that are not powers of two",

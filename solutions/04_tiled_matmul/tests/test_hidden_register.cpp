@@ -41,8 +41,9 @@ TEST_CASE("Register tiling: repeated products are bit-identical",
     d_c.poison();
     lab04::matmul_register_tiled(d_a.data(), d_b.data(), d_c.data(), n);
     const auto again = d_c.download();
-    INFO("run " << run << " differs from run 0: a race between loading and using the "
-                          "shared slices (is a __syncthreads() missing?)");
+    INFO("run " << run
+                << " differs from run 0: a race between loading and using the "
+                   "shared slices (is a __syncthreads() missing?)");
     REQUIRE(std::memcmp(first.data(), again.data(), count * sizeof(float)) == 0);
   }
 }
@@ -51,8 +52,7 @@ TEST_CASE("Register tiling: every row is right at an odd number of block tiles",
           "[lab04][gpu][hidden][register]") {
   // 3 × 3 blocks of 128: an index that mixes up the block's row and column, or assumes a
   // power-of-two grid, fails somewhere here; every row is checked.
-  CML_REQUIRE_MATCH(lab04_test::check_register_random(3 * lab04::kRegisterBlock,
-                                                      cml::test_seed(),
+  CML_REQUIRE_MATCH(lab04_test::check_register_random(3 * lab04::kRegisterBlock, cml::test_seed(),
                                                       "check blockIdx.x (columns of C) and "
                                                       "blockIdx.y (rows) in every index."));
 }

@@ -19,7 +19,8 @@ TEST_CASE("A times a column-scattering matrix moves A's columns", "[lab05][gpu][
   const auto seed = cml::test_seed();
   auto [a, unused] = lab05_test::make_inputs(s, seed);
   std::vector<float> b(s.b_count(), 0.0f);
-  for (int k = 0; k < s.inner; ++k) b[static_cast<std::size_t>(k) * s.cols + (7 * k + 3) % s.cols] = 1.0f;
+  for (int k = 0; k < s.inner; ++k)
+    b[static_cast<std::size_t>(k) * s.cols + (7 * k + 3) % s.cols] = 1.0f;
   CML_REQUIRE_MATCH(lab05_test::check_product(lab05_test::general(lab05::matmul_general), a, b, s,
                                               seed, "A is the left operand, B the right one."));
 }
@@ -30,8 +31,8 @@ TEST_CASE("Threads with no element of C still load for their neighbours",
   // need. A kernel that returns early, or keeps its loads and barriers inside `if (row < I &&
   // col < K)`, leaves holes in the tiles (and a barrier some threads never reach).
   const auto seed = cml::test_seed();
-  for (const Shape& s : {Shape{33, 64, 1}, Shape{1, 64, 33}, Shape{5, 200, 3}, Shape{40, 100, 31},
-                         Shape{2, 2, 2}}) {
+  for (const Shape& s :
+       {Shape{33, 64, 1}, Shape{1, 64, 33}, Shape{5, 200, 3}, Shape{40, 100, 31}, Shape{2, 2, 2}}) {
     for (int run = 0; run < 2; ++run) {
       CML_REQUIRE_MATCH(lab05_test::check_random(
           lab05_test::general(lab05::matmul_general), s, seed,
@@ -46,8 +47,9 @@ TEST_CASE("Repeated products at an edge size are bit-identical", "[lab05][gpu][h
   const int n = 1000;
   cml::MatmulProblem p = lab05_test::problem(lab05_test::square(n));
   p.seed = cml::test_seed();
-  p.hint = "a race between loading and using the tiles (is a __syncthreads() missing, or "
-           "skipped by some threads?)";
+  p.hint =
+      "a race between loading and using the tiles (is a __syncthreads() missing, or "
+      "skipped by some threads?)";
   const auto [a, b] = lab05_test::make_inputs(lab05_test::square(n), p.seed);
   const auto product = [n](const float* d_a, const float* d_b, float* d_c) {
     lab05::matmul_square(d_a, d_b, d_c, n);

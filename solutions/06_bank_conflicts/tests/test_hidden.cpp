@@ -37,7 +37,8 @@ TEST_CASE("The conflict degree matches the bank rule on random warps",
     // Small address ranges make shared words (broadcasts) and shared banks both common.
     const std::uint32_t span = trial % 2 == 0 ? 256u : 48u * 1024u;
     std::vector<std::uint32_t> addresses;
-    for (int lane = 0; lane < lanes; ++lane) addresses.push_back(static_cast<std::uint32_t>(rng() % span));
+    for (int lane = 0; lane < lanes; ++lane)
+      addresses.push_back(static_cast<std::uint32_t>(rng() % span));
     INFO("trial " << trial << ", " << lanes << " lanes, seed " << cml::test_seed());
     REQUIRE(lab06::conflict_degree(addresses) == reference_degree(addresses));
   }
@@ -46,7 +47,8 @@ TEST_CASE("The conflict degree matches the bank rule on random warps",
 TEST_CASE("The conflict degree depends on the set of addresses, not on lane order",
           "[lab06][host][hidden][model]") {
   std::vector<std::uint32_t> addresses;
-  for (std::uint32_t lane = 0; lane < 32; ++lane) addresses.push_back((lane % 4) * 128 + (lane / 4) * 4);
+  for (std::uint32_t lane = 0; lane < 32; ++lane)
+    addresses.push_back((lane % 4) * 128 + (lane / 4) * 4);
   const int degree = lab06::conflict_degree(addresses);
   CHECK(degree == 4);
   std::mt19937 rng(7);

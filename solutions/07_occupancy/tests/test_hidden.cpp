@@ -37,10 +37,10 @@ int toolkit_blocks(const cudaDeviceProp& prop, int threads, int regs, std::size_
 
 TEST_CASE("The exact calculator equals the toolkit's calculator on six GPU generations",
           "[lab07][host][hidden][exact]") {
-  const int regs_list[] = {0, 1, 8, 16, 24, 31, 32, 33, 40, 48, 56, 63, 64, 65, 72, 80, 96, 128,
-                           168, 200, 255};
-  const std::size_t shared_list[] = {0, 1, 127, 1000, 2048, 5000, 16384, 24876, 32768, 49152,
-                                     65536, 100000, 150000, 232448};
+  const int regs_list[] = {0,  1,  8,  16, 24, 31, 32,  33,  40,  48, 56,
+                           63, 64, 65, 72, 80, 96, 128, 168, 200, 255};
+  const std::size_t shared_list[] = {0,     1,     127,   1000,  2048,   5000,   16384,
+                                     24876, 32768, 49152, 65536, 100000, 150000, 232448};
   for (const auto& device : lab07_test::fake_devices()) {
     const auto limits = lab07::device_limits(device.prop);
     int checked = 0, wrong = 0;
@@ -105,7 +105,7 @@ TEST_CASE("The tuned chase is right on a larger table and odd warp counts",
   const auto seed = cml::test_seed();
   for (int warps : {3, 257, 20001}) {
     INFO("warps = " << warps);
-    CML_REQUIRE_MATCH(lab07_test::check_chase(lab07::chase_tuned, 16, warps, 3, seed,
-                                              lab07_test::kChaseHint));
+    CML_REQUIRE_MATCH(
+        lab07_test::check_chase(lab07::chase_tuned, 16, warps, 3, seed, lab07_test::kChaseHint));
   }
 }

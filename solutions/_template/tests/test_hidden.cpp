@@ -7,8 +7,8 @@ TEST_CASE("scale is right for a size that is not a multiple of anything",
           "[labNN][gpu][hidden][kernel]") {
   const auto seed = cml::test_seed();
   for (float a : {-1.0f, 0.5f}) {
-    CML_REQUIRE_MATCH(labNN_test::check_scale(labNN::scale, 3 * (1 << 20) + 7, a, seed,
-                                              labNN_test::kScaleHint));
+    CML_REQUIRE_MATCH(
+        labNN_test::check_scale(labNN::scale, 3 * (1 << 20) + 7, a, seed, labNN_test::kScaleHint));
   }
 }
 
