@@ -141,12 +141,18 @@ def _configure_student(student: StudentTree, out: Prepared, timeout: float, arch
         labs = ";".join(lab.folder for lab in out.labs)
         key = store.configured_key(student.src, files, [*options, labs])
         owner = (student.identity.uid, student.identity.gid) if student.identity else None
-        if store.restore_configured(key, student.build, owner):
-            return workspace.BuildOutcome(True, 0.0)
+        try:
+            if store.restore_configured(key, student.build, owner):
+                return workspace.BuildOutcome(True, 0.0)
+        except OSError:  # configured here instead
+            pass
+    # Kept only when configured in an empty tree: a batch worker's tree also holds what the
+    # last submission compiled there, which no other grade may see.
+    fresh = not any(student.build.iterdir())
     configured = workspace.cmake_configure(student.src, student.build, out.labs, timeout,
                                            student.env, options, identity=student.identity,
                                            jail=student.jail)
-    if configured.ok and store is not None:
+    if configured.ok and store is not None and fresh:
         try:
             store.keep_configured(key, student.build)
         except OSError:  # the next grade configures again

@@ -250,6 +250,53 @@ class ConfiguredKeyTest(unittest.TestCase):
         self.assertFalse(self.cache.restore_configured("k", self.tmp / "again", None))
 
 
+class ConfigureStudentTest(unittest.TestCase):
+    """prepare's configure of the student's tree: copied from the cache when it is there,
+    kept after a configure in an empty tree only (a batch worker's tree holds what the last
+    submission compiled there)."""
+
+    def setUp(self):
+        from grader.stages import prepare
+        self.prepare = prepare
+        self.tmp = Path(tempfile.mkdtemp(prefix="cml-configure-student-"))
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        lab = _tree(self.tmp / "tree")
+        self.out = prepare.Prepared(labs=[lab], rubrics={lab.folder: load_rubric(lab)})
+        self.calls = 0
+
+    def configure(self, build: Path, cache: Path):
+        from grader.stages.job import StudentTree
+
+        def fake(src, build_dir, labs, timeout, env, extra=None, **kw):
+            self.calls += 1
+            (build_dir / "CMakeCache.txt").write_text("CMAKE_HOME_DIRECTORY:INTERNAL=/cml/src\n")
+            return workspace.BuildOutcome(True, 0.1)
+
+        build.mkdir(parents=True, exist_ok=True)
+        student = StudentTree(self.tmp / "tree", build, {}, None, sandbox.Jail())
+        with mock.patch.object(workspace, "cmake_configure", fake):
+            return self.prepare._configure_student(student, self.out, 60, "90", cache)
+
+    def test_a_tree_with_an_earlier_build_is_not_kept(self):
+        cache = self.tmp / "cache"
+        worker = self.tmp / "worker"
+        (worker / "labs").mkdir(parents=True)
+        (worker / "labs" / "someone_elses.o").write_bytes(b"\0")
+        self.assertTrue(self.configure(worker, cache).ok)
+        self.assertFalse(any((cache / "configured").glob("*")))
+        self.assertTrue(self.configure(self.tmp / "fresh", cache).ok)  # kept now
+        self.assertEqual(self.calls, 2)
+        self.assertTrue(self.configure(self.tmp / "next", cache).ok)  # copied, not run
+        self.assertEqual(self.calls, 2)
+        self.assertTrue((self.tmp / "next" / "CMakeCache.txt").is_file())
+        self.assertFalse((self.tmp / "next" / "labs" / "someone_elses.o").exists())
+
+    def test_without_a_cache_it_configures_every_time(self):
+        for k in range(2):
+            self.assertTrue(self.configure(self.tmp / f"b{k}", None).ok)
+        self.assertEqual(self.calls, 2)
+
+
 class TogetherTest(unittest.TestCase):
     """build.together: one build per tree for every lab; nothing prebuilt when one fails."""
 
