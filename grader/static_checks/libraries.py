@@ -13,6 +13,7 @@ import re
 import subprocess
 
 from ..tools import find_tool
+from .. import costs
 from .results import CheckError
 
 # The files the host compiler links every lab's program with (g++ -print-file-name finds
@@ -33,6 +34,7 @@ def library_files() -> list[tuple[str, str]]:
         if not cxx:
             break
         try:
+            costs.started([cxx])
             proc = subprocess.run([cxx, f"-print-file-name={name}"], capture_output=True,
                                   text=True, timeout=60)
         except (OSError, subprocess.SubprocessError):
@@ -57,6 +59,7 @@ def exported_names(path: str) -> set[str]:
     readelf = find_tool("readelf")
     if not readelf:
         raise CheckError("readelf not found (binutils)")
+    costs.started([readelf])
     proc = subprocess.run([readelf, "--dyn-syms", "-W", path], capture_output=True,
                           text=True, timeout=120)
     if proc.returncode != 0:

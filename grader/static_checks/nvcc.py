@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .. import costs
 from .results import CheckError
 
 
@@ -24,6 +25,7 @@ RunFn = Callable[[list[str]], "tuple[int | None, str]"]
 def local_run(timeout: float = 300.0) -> RunFn:
     """A RunFn that runs the command here, unsandboxed (for the grader's own files and tests)."""
     def run(argv: list[str]) -> tuple[int | None, str]:
+        costs.started(argv)
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                                   stdin=subprocess.DEVNULL)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..tools import find_tool
+from .. import costs
 from .results import CheckError
 
 
@@ -49,6 +50,7 @@ def demangle(names: Sequence[str]) -> list[str]:
     """`names` demangled by c++filt (one call), in order; unmangled names unchanged."""
     if not names:
         return []
+    costs.started(["c++filt"])
     proc = subprocess.run([_tool("c++filt")], input="\n".join(names) + "\n",
                           capture_output=True, text=True, timeout=120)
     out = proc.stdout.split("\n")
@@ -60,6 +62,7 @@ def demangle(names: Sequence[str]) -> list[str]:
 def read_symbols(obj: Path) -> tuple[list[Symbol], dict[str, tuple[str, str]]]:
     """The symbols of an object file and its sections ({index: (name, flags)})."""
     readelf = _tool("readelf")
+    costs.started([readelf])
     proc = subprocess.run([readelf, "-sSW", str(obj)], capture_output=True, text=True,
                           timeout=120)
     if proc.returncode != 0:
