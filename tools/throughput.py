@@ -8,9 +8,10 @@ Usage: python3 tools/throughput.py [--labs 01,04] [--batch N] [--jobs J] [--skip
                                    [--regrades K] [--out DIR]
 After the table, where the first warm grade's time went, lab by lab and stage by stage
 (result.json's `stages`). Defaults: every lab, a batch of 4, the batch's own --jobs
-default; about 6 to 9 minutes on a 16-core machine with one H100. Run it as root, like the grader (student code then runs as
-an unprivileged user). --regrades K grades the reference K times warm and shows the
-spread of the performance points per lab (the timing protocol's reproducibility).
+default; about 6 to 9 minutes on a 16-core machine with one H100. Run it as root, like the
+grader (student code then runs as an unprivileged user). --regrades K grades the reference
+K times warm and shows the spread of the performance points per lab (the timing
+protocol's reproducibility).
 """
 
 from __future__ import annotations
