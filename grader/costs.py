@@ -9,6 +9,7 @@ is in to the threads it starts, so a process is counted for the stage that start
 from __future__ import annotations
 
 import contextvars
+import subprocess
 import threading
 import time
 from contextlib import contextmanager
@@ -80,6 +81,13 @@ def started(cmd: list[str]) -> None:
     current = _CURRENT.get()
     if current is not None:
         current[0]._started(current[1], cmd)
+
+
+def run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess:
+    """subprocess.run(cmd, **kwargs), counted as `started`: for the grader's own short
+    programs that need no sandbox (the static checks' nvcc, readelf, c++filt)."""
+    started(cmd)
+    return subprocess.run(cmd, **kwargs)
 
 
 def carry(task: Callable[[], T]) -> Callable[[], T]:

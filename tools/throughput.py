@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.commands._common import choose_labs
+from grader.gpu import GPU_STAGES
 from grader.rubric import load_rubric
 from grader.tools import device_name
 
@@ -66,7 +67,7 @@ def gpu_seconds(result: Path, key: str = "gpu_seconds") -> tuple[float, dict[str
     return float(data.get("gpu_seconds") or sum(stages.values())), stages
 
 
-STAGES = ("build", "static", "tests", "sanitizer", "bench", "profiler")
+STAGES = ("build", "static", *GPU_STAGES)  # a lab's stages, in their order
 
 
 def where_time_goes(result: Path) -> list[str]:

@@ -34,9 +34,8 @@ def library_files() -> list[tuple[str, str]]:
         if not cxx:
             break
         try:
-            costs.started([cxx])
-            proc = subprocess.run([cxx, f"-print-file-name={name}"], capture_output=True,
-                                  text=True, timeout=60)
+            proc = costs.run([cxx, f"-print-file-name={name}"], capture_output=True,
+                             text=True, timeout=60)
         except (OSError, subprocess.SubprocessError):
             continue
         path = proc.stdout.strip()
@@ -59,9 +58,8 @@ def exported_names(path: str) -> set[str]:
     readelf = find_tool("readelf")
     if not readelf:
         raise CheckError("readelf not found (binutils)")
-    costs.started([readelf])
-    proc = subprocess.run([readelf, "--dyn-syms", "-W", path], capture_output=True,
-                          text=True, timeout=120)
+    proc = costs.run([readelf, "--dyn-syms", "-W", path], capture_output=True,
+                     text=True, timeout=120)
     if proc.returncode != 0:
         raise CheckError(f"readelf failed on {os.path.basename(path)}: "
                          f"{proc.stderr.strip()[:300]}")

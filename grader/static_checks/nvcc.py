@@ -25,10 +25,9 @@ RunFn = Callable[[list[str]], "tuple[int | None, str]"]
 def local_run(timeout: float = 300.0) -> RunFn:
     """A RunFn that runs the command here, unsandboxed (for the grader's own files and tests)."""
     def run(argv: list[str]) -> tuple[int | None, str]:
-        costs.started(argv)
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                                  stdin=subprocess.DEVNULL)
+            proc = costs.run(argv, capture_output=True, text=True, timeout=timeout,
+                             stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             return None, ""
         return proc.returncode, proc.stdout + proc.stderr

@@ -6,7 +6,6 @@ libraries' names from the student's."""
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -50,9 +49,8 @@ def demangle(names: Sequence[str]) -> list[str]:
     """`names` demangled by c++filt (one call), in order; unmangled names unchanged."""
     if not names:
         return []
-    costs.started(["c++filt"])
-    proc = subprocess.run([_tool("c++filt")], input="\n".join(names) + "\n",
-                          capture_output=True, text=True, timeout=120)
+    proc = costs.run([_tool("c++filt")], input="\n".join(names) + "\n",
+                     capture_output=True, text=True, timeout=120)
     out = proc.stdout.split("\n")
     if proc.returncode != 0 or len(out) < len(names):
         raise CheckError(f"c++filt failed: {proc.stderr.strip()[:300]}")
@@ -62,9 +60,8 @@ def demangle(names: Sequence[str]) -> list[str]:
 def read_symbols(obj: Path) -> tuple[list[Symbol], dict[str, tuple[str, str]]]:
     """The symbols of an object file and its sections ({index: (name, flags)})."""
     readelf = _tool("readelf")
-    costs.started([readelf])
-    proc = subprocess.run([readelf, "-sSW", str(obj)], capture_output=True, text=True,
-                          timeout=120)
+    proc = costs.run([readelf, "-sSW", str(obj)], capture_output=True, text=True,
+                     timeout=120)
     if proc.returncode != 0:
         raise CheckError(f"readelf failed on {obj.name}: {proc.stderr.strip()[:300]}")
     rows, sections = [], {}

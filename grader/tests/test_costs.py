@@ -63,6 +63,14 @@ class MeterTest(unittest.TestCase):
         self.assertEqual(entry["processes"], 4)
         self.assertEqual(entry["tool_starts"], {"compute-sanitizer": 2, "ncu": 1})
 
+    def test_the_graders_own_short_programs_count_too(self):
+        meter = costs.Meter()
+        with meter.stage("static"):
+            proc = costs.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True,
+                             text=True, timeout=30)
+        self.assertEqual(proc.stdout.strip(), "42")
+        self.assertEqual(meter.record()["static"]["processes"], 1)
+
     def test_two_labs_in_their_own_threads_keep_their_own_counts(self):
         meters = [costs.Meter(), costs.Meter()]
 
