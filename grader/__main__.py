@@ -8,7 +8,6 @@ import sys
 from typing import NoReturn
 
 
-
 def program() -> str:
     """The command as it was run: this interpreter's name, `-m grader`."""
     return f"{os.path.basename(sys.executable) or 'python3'} -m grader"
@@ -20,6 +19,7 @@ except ModuleNotFoundError as err:  # Python 3.10 without tomli: say what to ins
     if err.name != "tomli":
         raise
     sys.exit(f"{program()}: {err.msg}")
+from .exports.common import fit, fitted_output  # after the guard: it reads tomli
 
 
 class Parser(argparse.ArgumentParser):
@@ -29,7 +29,7 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(1, f"{self.prog}: error: {message}\n")
+        self.exit(1, "\n".join(fit(f"{self.prog}: error: {message}")) + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,9 +43,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The commands whose output is plain text for a person, fitted to the terminal's
+# width as a whole (the grading commands wrap their own feedback and table; doctor --json
+# is for programs).
+FITTED = ("doctor", "list", "release", "cache", "skeleton", "expect-fail", "new-lab")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    return COMMANDS[args.command].run(args)
+    if args.command in FITTED and not getattr(args, "json", False):
+        with fitted_output():
+            return int(COMMANDS[args.command].run(args))
+    return int(COMMANDS[args.command].run(args))
 
 
 if __name__ == "__main__":

@@ -150,8 +150,9 @@ def run(args: argparse.Namespace) -> int:
         print(text)
         print()
     print(table(result))
-    print(f"seed {result.seed} (rerun: python3 -m grader check {' '.join(args.labs)} "
-          f"--seed {result.seed}); details in {Path(LAST, 'result.json').relative_to(ROOT)}")
+    rerun = (f"seed {result.seed} (rerun: python3 -m grader check {' '.join(args.labs)} "
+             f"--seed {result.seed}); details in {Path(LAST, 'result.json').relative_to(ROOT)}")
+    print("\n".join(wrap(rerun, "", "  ")))
     for problem in result.errors:
         print(f"grader: {problem}", file=sys.stderr)
     return status

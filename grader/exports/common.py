@@ -3,10 +3,14 @@ lab and its timing figures, all read from one GradeResult."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import shutil
+import sys
 import textwrap
 from dataclasses import dataclass
+from typing import Iterator, TextIO, cast
 
 from ..measure.floor import SpeedOfLight
 from ..result import (CRASHED, ERROR, FAILED, GRADED, NOT_GRADED, NOT_MEASURED, NOT_RUN,
@@ -136,11 +140,73 @@ def wrap(text: str, first: str, rest: str, width: int | None = None) -> list[str
     """`text` on lines of at most `width` columns (terminal_width), the first after
     `first`, the others after `rest` (both plain text: their widths are counted), broken
     only between words: a word longer than a line (a path) stays whole on a line of its
-    own, never cut."""
-    columns = max(terminal_width(width), max(len(first), len(rest)) + 20)
-    return textwrap.wrap(" ".join(str(text).split()), columns, initial_indent=first,
+    own, never cut. A `first` too long to leave 20 columns (a metric's whole name before
+    its reason) is wrapped as words of the text, after its own indentation."""
+    columns = terminal_width(width)
+    text = " ".join(str(text).split())
+    if len(first) + 20 > columns and first.strip():
+        indent = first[:len(first) - len(first.lstrip())]
+        first, text = indent, f"{first.strip()} {text}".strip()
+    columns = max(columns, max(len(first), len(rest)) + 20)
+    return textwrap.wrap(text, columns, initial_indent=first,
                          subsequent_indent=rest, break_long_words=False,
                          break_on_hyphens=False) or [first.rstrip()]
+
+
+# Where a long line of a command's text goes on under itself: after its indentation and a
+# leading mark set off by two spaces (doctor's "  ok    ", list's "     10  ") or a bullet.
+_HANG = re.compile(r"\s*(?:[-*] |\S{1,8} {2,})?")
+
+
+def fit(line: str, width: int | None = None) -> list[str]:
+    """One line of a command's plain text (doctor, list, release) on lines of at most
+    `width` columns (terminal_width), broken between words, each further line indented
+    under the text after the line's leading mark (_HANG)."""
+    columns = terminal_width(width)
+    if len(line) <= columns:
+        return [line]
+    found = _HANG.match(line)
+    lead = found.group(0) if found else ""
+    if len(lead) + 20 > columns:
+        lead = line[:len(line) - len(line.lstrip())]
+    return textwrap.wrap(line[len(lead):], columns, initial_indent=lead,
+                         subsequent_indent=" " * len(lead), break_long_words=False,
+                         break_on_hyphens=False) or [line]
+
+
+class FittedText(io.TextIOBase):
+    """A text stream that writes each whole line to `out` through `fit`: a command's
+    prints, made to fit the terminal without touching each print."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out, self.pending = out, ""
+
+    def write(self, text: str) -> int:
+        *lines, self.pending = (self.pending + text).split("\n")
+        for line in lines:
+            self.out.write("\n".join(fit(line)) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending:
+            self.out.write("\n".join(fit(self.pending)))
+            self.pending = ""
+        self.out.flush()
+
+    def isatty(self) -> bool:
+        return self.out.isatty()
+
+
+@contextlib.contextmanager
+def fitted_output() -> Iterator[None]:
+    """Standard output and error, while in the block, fitted to the terminal (FittedText)."""
+    out, err = (cast(TextIO, FittedText(stream)) for stream in (sys.stdout, sys.stderr))
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            yield
+    finally:
+        out.flush()
+        err.flush()
 
 
 def one_line(text: str, limit: int = 0) -> str:

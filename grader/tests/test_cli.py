@@ -154,6 +154,22 @@ class CliTest(unittest.TestCase):
         self.assertIn(hint, " ".join(text.split()))
         self.assertIn("labs/04_tiled_matmul/tiled_matmul.cu:12:", text.split())
 
+    def test_a_long_part_name_wraps_with_its_reason(self):
+        # A metric's whole name before its reason is 88 columns: the line ran to 105 at 80.
+        name = ("Global load requests of your tiled kernels per naive-kernel request "
+                "(1/TILE = 0.031)")
+        reason = ("No submission for this lab: labs/04_tiled_matmul/tiled_matmul.cu is not "
+                  "in the submission (put your file back there and check again).")
+        lab = LabResult("04_tiled_matmul", "Tiled", 0, 100, parts=[
+            PartResult("build", "Build", "graded", 0, 0, reason),
+            PartResult("metric", name, "graded", 0, 15, reason)])
+        result = GradeResult("x", 7, "now", "0", None, {}, labs=[lab])
+        with mock.patch.dict("os.environ", {"COLUMNS": "80"}):
+            text = feedback(result)
+        for line in text.splitlines():
+            self.assertLessEqual(len(line), 80, line)
+        self.assertIn(f"{name}: {reason}", " ".join(text.split()))
+
     def test_feedback_shows_the_hint_after_many_messages(self):
         messages = [f"C[{i}][0] = 0, expected {i + 1}" for i in range(20)]
         lab = LabResult("04_tiled_matmul", "Tiled", 0, 100, tests=[TestResult(
@@ -164,6 +180,48 @@ class CliTest(unittest.TestCase):
         self.assertNotIn("C[6][0]", text)
         self.assertIn("… and 14 more message(s)", text)
         self.assertTrue(text.rstrip().endswith("hint: two barriers per phase"), text)
+
+
+class FitsTheTerminalTest(unittest.TestCase):
+    """A person's commands fit an 80-column terminal (issue 36, item 8): doctor's findings,
+    list's metric names and an argument error ran to 117–188 columns; every word stays."""
+
+    def said(self, argv: list[str], columns: int) -> tuple[str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with mock.patch.dict("os.environ", {"COLUMNS": str(columns)}), \
+                contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(argv)
+            except SystemExit:
+                pass
+        return out.getvalue(), err.getvalue()
+
+    def test_every_line_fits_and_keeps_its_words(self):
+        for argv in (["list"], ["doctor"], ["cache", "lists"]):
+            wide = self.said(argv, 1000)
+            narrow = self.said(argv, 80)
+            for text, long_text in zip(narrow, wide):
+                for line in text.splitlines():
+                    self.assertLessEqual(len(line), 80, f"{argv}: {line}")
+                self.assertEqual(text.split(), long_text.split(), argv)
+            self.assertTrue(any(len(line) > 80 for text in wide for line in text.splitlines()),
+                            f"{argv} said nothing wider than 80 columns: the test tests nothing")
+
+    def test_a_continued_line_goes_on_under_its_text(self):
+        from grader.exports.common import fit
+        line = ("  ok    tools' logs: the log's descriptors closed, the tool out of reach and "
+                "of signals (Landlock ABI 7)")
+        self.assertEqual(fit(line, 60), [
+            "  ok    tools' logs: the log's descriptors closed, the tool",
+            "        out of reach and of signals (Landlock ABI 7)"])
+        self.assertEqual(fit("       10  Sectors per load request, your coalesced kernel (4)",
+                             40), ["       10  Sectors per load request,",
+                                   "           your coalesced kernel (4)"])
+        self.assertEqual(fit("json stays: {\"a\": 1}", 80), ["json stays: {\"a\": 1}"])
+        out = io.StringIO()
+        with mock.patch.dict("os.environ", {"COLUMNS": "80"}), contextlib.redirect_stdout(out):
+            main(["doctor", "--json"])
+        self.assertIsInstance(__import__("json").loads(out.getvalue()), dict)
 
 
 class CheckMissingFileTest(unittest.TestCase):
