@@ -43,10 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# The commands whose output is plain text for a person, fitted to the terminal's
-# width as a whole (the grading commands wrap their own feedback and table; doctor --json
-# is for programs).
-FITTED = ("doctor", "list", "release", "cache", "skeleton", "expect-fail", "new-lab")
+# The commands whose output is plain text for a person, fitted to the terminal's width as a
+# whole (ci and pr-queue write Markdown for GitHub; doctor --json is for programs).
+FITTED = ("doctor", "list", "check", "grade", "batch", "release", "cache", "skeleton",
+          "expect-fail", "new-lab", "integrations")
 
 
 def main(argv: list[str] | None = None) -> int:

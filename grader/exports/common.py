@@ -9,6 +9,7 @@ import re
 import shutil
 import sys
 import textwrap
+import threading
 from dataclasses import dataclass
 from typing import Iterator, TextIO, cast
 
@@ -161,7 +162,7 @@ _HANG = re.compile(r"\s*(?:[-*] |\S{1,8} {2,})?")
 def fit(line: str, width: int | None = None) -> list[str]:
     """One line of a command's plain text (doctor, list, release) on lines of at most
     `width` columns (terminal_width), broken between words, each further line indented
-    under the text after the line's leading mark (_HANG)."""
+    under the text after the line's leading mark (_HANG), or by two columns."""
     columns = terminal_width(width)
     if len(line) <= columns:
         return [line]
@@ -170,7 +171,7 @@ def fit(line: str, width: int | None = None) -> list[str]:
     if len(lead) + 20 > columns:
         lead = line[:len(line) - len(line.lstrip())]
     return textwrap.wrap(line[len(lead):], columns, initial_indent=lead,
-                         subsequent_indent=" " * len(lead), break_long_words=False,
+                         subsequent_indent=" " * max(len(lead), 2), break_long_words=False,
                          break_on_hyphens=False) or [line]
 
 
@@ -180,17 +181,20 @@ class FittedText(io.TextIOBase):
 
     def __init__(self, out: TextIO) -> None:
         self.out, self.pending = out, ""
+        self.lock = threading.Lock()  # a batch's threads print progress
 
     def write(self, text: str) -> int:
-        *lines, self.pending = (self.pending + text).split("\n")
-        for line in lines:
-            self.out.write("\n".join(fit(line)) + "\n")
+        with self.lock:
+            *lines, self.pending = (self.pending + text).split("\n")
+            for line in lines:
+                self.out.write("\n".join(fit(line)) + "\n")
         return len(text)
 
     def flush(self) -> None:
-        if self.pending:
-            self.out.write("\n".join(fit(self.pending)))
-            self.pending = ""
+        with self.lock:
+            if self.pending:
+                self.out.write("\n".join(fit(self.pending)))
+                self.pending = ""
         self.out.flush()
 
     def isatty(self) -> bool:

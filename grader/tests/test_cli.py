@@ -197,7 +197,9 @@ class FitsTheTerminalTest(unittest.TestCase):
         return out.getvalue(), err.getvalue()
 
     def test_every_line_fits_and_keeps_its_words(self):
-        for argv in (["list"], ["doctor"], ["cache", "lists"]):
+        far = "/nonexistent/" + "/".join(["a-folder-of-submissions"] * 4)
+        for argv in (["list"], ["doctor"], ["cache", "lists"], ["batch", far, "--out", far],
+                     ["grade", far, "--labs", "01", "--out", far]):
             wide = self.said(argv, 1000)
             narrow = self.said(argv, 80)
             for text, long_text in zip(narrow, wide):
