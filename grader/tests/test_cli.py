@@ -197,7 +197,7 @@ class FitsTheTerminalTest(unittest.TestCase):
         return out.getvalue(), err.getvalue()
 
     def test_every_line_fits_and_keeps_its_words(self):
-        far = "/nonexistent/submissions-of-the-autumn-class/section-b"  # one word
+        far = "/nonexistent/submissions-of-the-autumn-class/section-b/late-ones"  # a word
         for argv in (["list"], ["doctor"], ["cache", "lists"], ["batch", far, "--out", far],
                      ["grade", far, "--labs", "01", "--out", far]):
             wide = self.said(argv, 1000)
