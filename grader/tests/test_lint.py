@@ -1,8 +1,8 @@
 """The project checks itself: mypy over the grader with mypy.ini finds nothing, pyflakes
 (Debian's pyflakes3) finds nothing over grader/ and tools/ (unused imports and variables,
 names used before they exist, imports that shadow each other), and the C++ and CUDA sources
-match .clang-format (the students' files and the listed hand-wrapped ones aside). Each is
-skipped, with the reason, where its tool is not installed. No Python line carries a `noqa`
+match .clang-format (the students' files aside). Each is skipped, with the reason, where its
+tool is not installed. No Python line carries a `noqa`
 comment: no tool of the project reads one (pyflakes ignores them), so it would only hide a
 finding from the next reader."""
 
@@ -21,10 +21,6 @@ from grader.rubric import load_rubric
 CXX_SUFFIXES = (".cu", ".cuh", ".cpp", ".hpp", ".h")
 PYTHON_FOLDERS = ("grader", "tools")  # pyflakes' and the noqa check's
 NOQA = re.compile(r"#\s*noqa\b", re.IGNORECASE)
-PENDING = ROOT / "grader" / "tests" / "data" / "clang_format_pending.txt"
-# clang-format --dry-run's finding: "FILE:LINE:COL: error: code should be clang-formatted".
-VIOLATION = re.compile(r"^(.+?):\d+:\d+: (?:error|warning): code should be clang-formatted",
-                       re.MULTILINE)
 
 
 def grader_modules() -> list[Path]:
@@ -42,12 +38,6 @@ def student_files() -> set[str]:
     return out
 
 
-def pending() -> list[str]:
-    """The hand-wrapped files left out of the format check (PENDING, comments skipped)."""
-    lines = PENDING.read_text(encoding="utf-8").splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
-
-
 def cxx_sources() -> list[str]:
     """The project's C++ and CUDA files under common/, labs/ and solutions/ (where there is
     one), relative to the root."""
@@ -56,17 +46,6 @@ def cxx_sources() -> list[str]:
         found += [p.relative_to(ROOT).as_posix() for p in sorted((ROOT / top).rglob("*"))
                   if p.suffix in CXX_SUFFIXES and p.is_file()]
     return found
-
-
-def unformatted(clang_format: str, files: list[str]) -> set[str]:
-    """The files among `files` that clang-format would change (per .clang-format)."""
-    if not files:
-        return set()
-    proc = subprocess.run([clang_format, "--dry-run", "--style=file", *files], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        raise AssertionError(f"clang-format failed ({proc.returncode}): {proc.stderr}")
-    return {Path(m).as_posix() for m in VIOLATION.findall(proc.stderr)}
 
 
 class MypyTest(unittest.TestCase):
@@ -106,27 +85,15 @@ class ClangFormatTest(unittest.TestCase):
     def setUp(self) -> None:
         self.clang_format = shutil.which("clang-format") or "clang-format"
         self.sources = cxx_sources()
-        self.pending = pending()
 
     def test_the_sources_match_the_style(self):
-        skip = student_files() | set(self.pending)
+        skip = student_files()
         checked = [f for f in self.sources if f not in skip]
         self.assertGreater(len(checked), 10)
         proc = subprocess.run([self.clang_format, "--dry-run", "--Werror", "--style=file",
                                *checked], cwd=ROOT, capture_output=True, text=True, timeout=300)
         self.assertEqual(proc.returncode, 0, "not in .clang-format's style (run `clang-format "
                          f"-i FILE`):\n{proc.stderr[-6000:]}")
-
-    def test_the_pending_list_only_shrinks(self):
-        # Every listed file exists (a student copy has no solutions/) and is still unformatted.
-        has_solutions = (ROOT / "solutions").is_dir()
-        listed = [f for f in self.pending if has_solutions or not f.startswith("solutions/")]
-        self.assertEqual([f for f in listed if not (ROOT / f).is_file()], [],
-                         f"{PENDING.name} lists files that do not exist")
-        self.assertEqual(sorted(set(listed) - unformatted(self.clang_format, listed)), [],
-                         f"these files match the style now: remove them from {PENDING.name}")
-        self.assertEqual([f for f in listed if f in student_files()], [],
-                         "a student's file is never checked: it need not be listed")
 
 
 if __name__ == "__main__":

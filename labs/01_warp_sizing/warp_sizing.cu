@@ -36,11 +36,12 @@ int block_threads(dim3 block) { return static_cast<int>(block.x * block.y * bloc
 void require_image_grid(int width, int height, dim3 block, const char* who) {
   const long long threads = static_cast<long long>(block.x) * block.y * block.z;
   if (width < 1 || height < 1 || block.z != 1 || threads < 1 || threads > 1024) {
-    throw std::invalid_argument(
-        std::string(who) + ": need width, height >= 1 and a 2-D block (z = 1) of 1..1024 "
-        "threads; got " + std::to_string(width) + "x" + std::to_string(height) + " with a " +
-        std::to_string(block.x) + "x" + std::to_string(block.y) + "x" + std::to_string(block.z) +
-        " block");
+    throw std::invalid_argument(std::string(who) +
+                                ": need width, height >= 1 and a 2-D block (z = 1) of 1..1024 "
+                                "threads; got " +
+                                std::to_string(width) + "x" + std::to_string(height) + " with a " +
+                                std::to_string(block.x) + "x" + std::to_string(block.y) + "x" +
+                                std::to_string(block.z) + " block");
   }
 }
 

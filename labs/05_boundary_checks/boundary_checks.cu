@@ -42,8 +42,7 @@ void matmul_square(const float* d_a, const float* d_b, float* d_c, int n) {
   // TODO(lab05): Launch tiled_square_kernel<kTile> with kTile×kTile blocks, enough of them to cover every element of C.
 }
 
-void matmul_general(const float* d_a, const float* d_b, float* d_c, int rows, int inner,
-                    int cols) {
+void matmul_general(const float* d_a, const float* d_b, float* d_c, int rows, int inner, int cols) {
   require_positive("matmul_general", rows, "rows");
   require_positive("matmul_general", inner, "inner");
   require_positive("matmul_general", cols, "cols");

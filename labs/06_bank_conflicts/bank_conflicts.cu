@@ -20,8 +20,8 @@ int bank_of(std::uint32_t byte_address) {
 int conflict_degree(const std::vector<std::uint32_t>& byte_addresses) {
   if (byte_addresses.size() > static_cast<std::size_t>(kWarpSize)) {
     throw std::invalid_argument("conflict_degree: " + std::to_string(byte_addresses.size()) +
-                                " addresses, but a warp has at most " +
-                                std::to_string(kWarpSize) + " lanes");
+                                " addresses, but a warp has at most " + std::to_string(kWarpSize) +
+                                " lanes");
   }
   // TODO(lab06): Count the distinct 4-byte words in each bank and return the largest count.
   return 0;
@@ -29,8 +29,8 @@ int conflict_degree(const std::vector<std::uint32_t>& byte_addresses) {
 
 int column_read_degree(int row_pitch_words) {
   if (row_pitch_words < 1) {
-    throw std::invalid_argument("column_read_degree: row pitch " +
-                                std::to_string(row_pitch_words) + " must be >= 1 word");
+    throw std::invalid_argument("column_read_degree: row pitch " + std::to_string(row_pitch_words) +
+                                " must be >= 1 word");
   }
   // TODO(lab06): Build the 32 byte addresses of a column read and return their conflict degree.
   return 0;
@@ -69,15 +69,15 @@ dim3 transpose_grid(int rows, int cols) {
 
 void transpose_tiled_conflicted(const float* d_in, float* d_out, int rows, int cols) {
   require_shape(rows, cols, "transpose_tiled_conflicted");
-  transpose_conflicted_kernel<<<transpose_grid(rows, cols), dim3(kTile, kBlockRows)>>>(
-      d_in, d_out, rows, cols);
+  transpose_conflicted_kernel<<<transpose_grid(rows, cols), dim3(kTile, kBlockRows)>>>(d_in, d_out,
+                                                                                       rows, cols);
   CUDA_CHECK_LAUNCH();
 }
 
 void transpose_tiled_padded(const float* d_in, float* d_out, int rows, int cols) {
   require_shape(rows, cols, "transpose_tiled_padded");
-  transpose_padded_kernel<<<transpose_grid(rows, cols), dim3(kTile, kBlockRows)>>>(
-      d_in, d_out, rows, cols);
+  transpose_padded_kernel<<<transpose_grid(rows, cols), dim3(kTile, kBlockRows)>>>(d_in, d_out,
+                                                                                   rows, cols);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -70,7 +70,8 @@ namespace {
 // TODO(lab07): Choose the chase's block size and the number of blocks per SM its launch bounds promise (the bounds cap registers per thread near 65536 / (block × blocks)).
 constexpr int kChaseBlock = 512;
 constexpr int kChaseMinBlocks = 1;
-static_assert(kChaseBlock % kWarpSize == 0, "the chase needs whole warps: kChaseBlock must be a multiple of 32");
+static_assert(kChaseBlock % kWarpSize == 0,
+              "the chase needs whole warps: kChaseBlock must be a multiple of 32");
 static_assert(kChaseMinBlocks >= 1, "launch bounds promise at least one resident block");
 
 // __launch_bounds__(B, M) promises launches of at most B threads and asks for M resident blocks

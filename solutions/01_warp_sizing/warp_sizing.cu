@@ -62,11 +62,12 @@ int block_threads(dim3 block) { return static_cast<int>(block.x * block.y * bloc
 void require_image_grid(int width, int height, dim3 block, const char* who) {
   const long long threads = static_cast<long long>(block.x) * block.y * block.z;
   if (width < 1 || height < 1 || block.z != 1 || threads < 1 || threads > 1024) {
-    throw std::invalid_argument(
-        std::string(who) + ": need width, height >= 1 and a 2-D block (z = 1) of 1..1024 "
-        "threads; got " + std::to_string(width) + "x" + std::to_string(height) + " with a " +
-        std::to_string(block.x) + "x" + std::to_string(block.y) + "x" + std::to_string(block.z) +
-        " block");
+    throw std::invalid_argument(std::string(who) +
+                                ": need width, height >= 1 and a 2-D block (z = 1) of 1..1024 "
+                                "threads; got " +
+                                std::to_string(width) + "x" + std::to_string(height) + " with a " +
+                                std::to_string(block.x) + "x" + std::to_string(block.y) + "x" +
+                                std::to_string(block.z) + " block");
   }
 }
 
@@ -179,8 +180,8 @@ int choose_block_size(int max_threads_per_block, int max_threads_per_sm, int max
   // blocks per SM to swap in as others finish.
   int best = 0;
   for (int threads = kWarpSize; threads <= max_threads_per_block; threads += kWarpSize) {
-    const bool fills_sm = max_threads_per_sm % threads == 0 &&
-                          max_threads_per_sm / threads <= max_blocks_per_sm;
+    const bool fills_sm =
+        max_threads_per_sm % threads == 0 && max_threads_per_sm / threads <= max_blocks_per_sm;
     if (!fills_sm) continue;
     if (best == 0 || std::abs(threads - 256) < std::abs(best - 256)) best = threads;
   }

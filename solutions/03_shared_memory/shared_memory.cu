@@ -42,9 +42,9 @@ __global__ void reverse_dynamic_kernel(int* data, int n) {
 // Part 2. Three arrays of different types share one dynamic buffer. Every extern __shared__
 // array of a kernel starts at the same address, so there is one buffer and the kernel points
 // into it at the byte offsets the host computed.
-__global__ void carve_reverse_kernel(std::uint8_t* bytes, int n_bytes, float* floats,
-                                     int n_floats, double* doubles, int n_doubles,
-                                     unsigned float_offset, unsigned double_offset) {
+__global__ void carve_reverse_kernel(std::uint8_t* bytes, int n_bytes, float* floats, int n_floats,
+                                     double* doubles, int n_doubles, unsigned float_offset,
+                                     unsigned double_offset) {
   // >>> TODO(lab03): Point three typed arrays into one 16-byte-aligned extern buffer at the given offsets; stage all three, then write each back reversed.
   extern __shared__ __align__(16) unsigned char carve_buffer[];
   std::uint8_t* s_bytes = carve_buffer;
@@ -66,8 +66,8 @@ __global__ void carve_reverse_kernel(std::uint8_t* bytes, int n_bytes, float* fl
 // Part 3. Block b produces outputs [b·tile, b·tile + count). It stages the inputs those
 // outputs need, count + 2·radius of them with indices clamped to the array, then every
 // output reads its 2·radius + 1 neighbours from shared memory instead of global memory.
-__global__ void blur_shared_kernel(const float* __restrict__ in, float* __restrict__ out,
-                                   int n, int radius, int tile) {
+__global__ void blur_shared_kernel(const float* __restrict__ in, float* __restrict__ out, int n,
+                                   int radius, int tile) {
   // >>> TODO(lab03): Stage this block's tile plus its halo (clamped) in extern shared memory, then average 2*radius+1 neighbours per output.
   extern __shared__ float window[];
   const long long start = static_cast<long long>(blockIdx.x) * tile;
@@ -150,9 +150,8 @@ void carve_reverse(std::uint8_t* d_bytes, int n_bytes, float* d_floats, int n_fl
   if (n_bytes < 0 || n_floats < 0 || n_doubles < 0) {
     throw std::invalid_argument("carve_reverse: counts must not be negative");
   }
-  const SharedLayout layout = plan_shared_layout({array_of<std::uint8_t>(n_bytes),
-                                                  array_of<float>(n_floats),
-                                                  array_of<double>(n_doubles)});
+  const SharedLayout layout = plan_shared_layout(
+      {array_of<std::uint8_t>(n_bytes), array_of<float>(n_floats), array_of<double>(n_doubles)});
   if (layout.total_bytes > kDefaultSharedPerBlock) {
     throw std::invalid_argument("carve_reverse: the three arrays need " +
                                 std::to_string(layout.total_bytes) +
@@ -195,10 +194,10 @@ BlurPlan plan_blur_tile(const SharedLimits& limits, int radius, int blocks_per_s
 
 void blur_shared(const float* d_in, float* d_out, int n, int radius, int tile) {
   if (n < 0 || radius < 0 || radius > kMaxBlurRadius || tile < 1) {
-    throw std::invalid_argument("blur_shared: n = " + std::to_string(n) + ", radius = " +
-                                std::to_string(radius) + ", tile = " + std::to_string(tile) +
-                                " (need n >= 0, 0 <= radius <= " +
-                                std::to_string(kMaxBlurRadius) + ", tile >= 1)");
+    throw std::invalid_argument(
+        "blur_shared: n = " + std::to_string(n) + ", radius = " + std::to_string(radius) +
+        ", tile = " + std::to_string(tile) +
+        " (need n >= 0, 0 <= radius <= " + std::to_string(kMaxBlurRadius) + ", tile >= 1)");
   }
   const SharedLimits limits = current_shared_limits();
   const std::size_t bytes = (static_cast<std::size_t>(tile) + 2 * radius) * sizeof(float);
@@ -211,8 +210,7 @@ void blur_shared(const float* d_in, float* d_out, int n, int radius, int tile) {
   if (n == 0) return;
   // >>> TODO(lab03): Opt in above limits.per_block, then launch one kBlurThreads-thread block per tile with `bytes` of dynamic shared memory.
   if (bytes > limits.per_block) {
-    CUDA_CHECK(cudaFuncSetAttribute(blur_shared_kernel,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+    CUDA_CHECK(cudaFuncSetAttribute(blur_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     static_cast<int>(bytes)));
   }
   const unsigned blocks = static_cast<unsigned>((static_cast<long long>(n) + tile - 1) / tile);

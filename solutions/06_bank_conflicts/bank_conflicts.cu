@@ -28,8 +28,8 @@ int bank_of(std::uint32_t byte_address) {
 int conflict_degree(const std::vector<std::uint32_t>& byte_addresses) {
   if (byte_addresses.size() > static_cast<std::size_t>(kWarpSize)) {
     throw std::invalid_argument("conflict_degree: " + std::to_string(byte_addresses.size()) +
-                                " addresses, but a warp has at most " +
-                                std::to_string(kWarpSize) + " lanes");
+                                " addresses, but a warp has at most " + std::to_string(kWarpSize) +
+                                " lanes");
   }
   // >>> TODO(lab06): Count the distinct 4-byte words in each bank and return the largest count.
   // At most 32 words in all, so a short list per bank is plenty.
@@ -51,8 +51,8 @@ int conflict_degree(const std::vector<std::uint32_t>& byte_addresses) {
 
 int column_read_degree(int row_pitch_words) {
   if (row_pitch_words < 1) {
-    throw std::invalid_argument("column_read_degree: row pitch " +
-                                std::to_string(row_pitch_words) + " must be >= 1 word");
+    throw std::invalid_argument("column_read_degree: row pitch " + std::to_string(row_pitch_words) +
+                                " must be >= 1 word");
   }
   // >>> TODO(lab06): Build the 32 byte addresses of a column read and return their conflict degree.
   std::vector<std::uint32_t> addresses;
@@ -89,7 +89,8 @@ __global__ void transpose_conflicted_kernel(const float* __restrict__ in, float*
   for (int j = 0; j < kTile; j += kBlockRows) {
     if (out_row + j < cols && out_col < rows) {
       // Lane tx reads tile[tx][...]: 32 words kTile apart, all in one bank. 32-way.
-      out[static_cast<std::size_t>(out_row + j) * rows + out_col] = tile[threadIdx.x][threadIdx.y + j];
+      const std::size_t out_index = static_cast<std::size_t>(out_row + j) * rows + out_col;
+      out[out_index] = tile[threadIdx.x][threadIdx.y + j];
     }
   }
   // <<<
@@ -113,7 +114,8 @@ __global__ void transpose_padded_kernel(const float* __restrict__ in, float* __r
   const int out_row = blockIdx.x * kTile + threadIdx.y;
   for (int j = 0; j < kTile; j += kBlockRows) {
     if (out_row + j < cols && out_col < rows) {
-      out[static_cast<std::size_t>(out_row + j) * rows + out_col] = tile[threadIdx.x][threadIdx.y + j];
+      const std::size_t out_index = static_cast<std::size_t>(out_row + j) * rows + out_col;
+      out[out_index] = tile[threadIdx.x][threadIdx.y + j];
     }
   }
   // <<<
@@ -136,15 +138,15 @@ dim3 transpose_grid(int rows, int cols) {
 
 void transpose_tiled_conflicted(const float* d_in, float* d_out, int rows, int cols) {
   require_shape(rows, cols, "transpose_tiled_conflicted");
-  transpose_conflicted_kernel<<<transpose_grid(rows, cols), dim3(kTile, kBlockRows)>>>(
-      d_in, d_out, rows, cols);
+  transpose_conflicted_kernel<<<transpose_grid(rows, cols), dim3(kTile, kBlockRows)>>>(d_in, d_out,
+                                                                                       rows, cols);
   CUDA_CHECK_LAUNCH();
 }
 
 void transpose_tiled_padded(const float* d_in, float* d_out, int rows, int cols) {
   require_shape(rows, cols, "transpose_tiled_padded");
-  transpose_padded_kernel<<<transpose_grid(rows, cols), dim3(kTile, kBlockRows)>>>(
-      d_in, d_out, rows, cols);
+  transpose_padded_kernel<<<transpose_grid(rows, cols), dim3(kTile, kBlockRows)>>>(d_in, d_out,
+                                                                                   rows, cols);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -47,8 +47,8 @@ Occupancy textbook_occupancy(const SmLimits& sm, const BlockUsage& block) {
       static_cast<long long>(block.registers_per_thread) * block.threads;
   occ.by_registers =
       regs_per_block > 0 ? static_cast<int>(sm.registers / regs_per_block) : kUnlimited;
-  occ.by_shared = block.shared_bytes > 0 ? static_cast<int>(sm.shared_bytes / block.shared_bytes)
-                                         : kUnlimited;
+  occ.by_shared =
+      block.shared_bytes > 0 ? static_cast<int>(sm.shared_bytes / block.shared_bytes) : kUnlimited;
   // <<<
   settle(occ, warps_per_block);
   return occ;
@@ -109,8 +109,8 @@ Occupancy exact_occupancy(const DeviceLimits& device, const BlockUsage& block) {
 
   // Registers: per warp, rounded up to the allocation unit. Each warp lives in one
   // sub-partition's share of the register file, so count warps per partition first.
-  const long long regs_per_warp = round_up(
-      static_cast<long long>(block.registers_per_thread) * warp, device.register_alloc_unit);
+  const long long regs_per_thread = block.registers_per_thread;
+  const long long regs_per_warp = round_up(regs_per_thread * warp, device.register_alloc_unit);
   if (regs_per_warp == 0) {
     occ.by_registers = kUnlimited;
   } else if (regs_per_warp * round_up(warps_per_block, device.register_partitions) >
@@ -150,7 +150,8 @@ constexpr int kChaseMinBlocks = kArchThreadsPerSm / kChaseBlock;
 // constexpr int kChaseBlock = 512;
 // constexpr int kChaseMinBlocks = 1;
 // <<<
-static_assert(kChaseBlock % kWarpSize == 0, "the chase needs whole warps: kChaseBlock must be a multiple of 32");
+static_assert(kChaseBlock % kWarpSize == 0,
+              "the chase needs whole warps: kChaseBlock must be a multiple of 32");
 static_assert(kChaseMinBlocks >= 1, "launch bounds promise at least one resident block");
 
 // __launch_bounds__(B, M) promises launches of at most B threads and asks for M resident blocks

@@ -35,8 +35,8 @@ cml::CompareResult check_prediction(int width, int height, dim3 block) {
   r.ok = false;
   r.mismatches = 1;
   r.message = "predict_divergence(" + image(width, height, block) + ") gave " + describe(got) +
-              "; counting every warp gives " + describe(want) + "\nHint: " +
-              lab01_test::kPredictHint + "\n";
+              "; counting every warp gives " + describe(want) +
+              "\nHint: " + lab01_test::kPredictHint + "\n";
   return r;
 }
 
@@ -52,13 +52,13 @@ cml::CompareResult check_measurement(int width, int height, dim3 block, std::uin
   cml::CompareResult r;
   r.checked = 1;
   std::ostringstream msg;
-  if (auto bad = cml::check_guards(d_counts, "the two counters", image(width, height, block),
-                                   seed, lab01_test::kCountersGuardHint);
+  if (auto bad = cml::check_guards(d_counts, "the two counters", image(width, height, block), seed,
+                                   lab01_test::kCountersGuardHint);
       !bad.ok) {
     msg << bad.message << "\n";
   }
-  const bool counted = counts[lab01::kWarpsSeen] == want.warps &&
-                       counts[lab01::kDivergentSeen] == want.divergent;
+  const bool counted =
+      counts[lab01::kWarpsSeen] == want.warps && counts[lab01::kDivergentSeen] == want.divergent;
   if (!counted) {
     msg << "warp votes over a " << image(width, height, block) << " counted "
         << counts[lab01::kWarpsSeen] << " warps, " << counts[lab01::kDivergentSeen]
@@ -88,8 +88,9 @@ cml::CompareResult check_measurement(int width, int height, dim3 block, std::uin
 
 TEST_CASE("A block is cut into warps of 32 threads and the last one may have idle lanes",
           "[lab01][host][warps]") {
-  INFO("warps_per_block(t) is t / 32 rounded up; idle_lanes(t) is what the last warp lacks "
-       "of 32 lanes (0 when t is a multiple of 32)");
+  INFO(
+      "warps_per_block(t) is t / 32 rounded up; idle_lanes(t) is what the last warp lacks "
+      "of 32 lanes (0 when t is a multiple of 32)");
   // The three launches of the notes: 14, 36 and 48 threads.
   CHECK(lab01::warps_per_block(14) == 1);
   CHECK(lab01::idle_lanes(14) == 18);
@@ -118,9 +119,8 @@ TEST_CASE("A thread's warp and lane follow its linear index, x fastest, then y, 
   auto check = [](dim3 thread, dim3 block, int warp, int lane) {
     const lab01::WarpLane got = lab01::warp_lane(thread, block);
     INFO("thread (" << thread.x << "," << thread.y << "," << thread.z << ") of a "
-                    << lab01_test::shape(block) << " block: expected warp " << warp
-                    << ", lane " << lane << "; got warp " << got.warp << ", lane "
-                    << got.lane);
+                    << lab01_test::shape(block) << " block: expected warp " << warp << ", lane "
+                    << lane << "; got warp " << got.warp << ", lane " << got.lane);
     CHECK(got.warp == warp);
     CHECK(got.lane == lane);
   };
@@ -149,9 +149,10 @@ TEST_CASE("A thread's warp and lane follow its linear index, x fastest, then y, 
   }
 }
 
-TEST_CASE("A boundary check over 1-D data: 1 of 4 warps diverges for 100 elements, "
-          "1 of 32 for 1000",
-          "[lab01][host][predict]") {
+TEST_CASE(
+    "A boundary check over 1-D data: 1 of 4 warps diverges for 100 elements, "
+    "1 of 32 for 1000",
+    "[lab01][host][predict]") {
   const lab01::WarpCount hundred = lab01::predict_divergence(100, 1, dim3(32));
   INFO("100 elements in 32-thread blocks: " << describe(hundred));
   CHECK(hundred.blocks == 4u);
@@ -172,11 +173,13 @@ TEST_CASE("A boundary check over 1-D data: 1 of 4 warps diverges for 100 element
   CHECK(big.divergent == 1u);
 }
 
-TEST_CASE("A 200x150 image in 16x16 blocks has 130 blocks, 1040 warps and 75 divergent "
-          "warps, not 80",
-          "[lab01][host][predict]") {
+TEST_CASE(
+    "A 200x150 image in 16x16 blocks has 130 blocks, 1040 warps and 75 divergent "
+    "warps, not 80",
+    "[lab01][host][predict]") {
   const lab01::WarpCount got = lab01::predict_divergence(200, 150, dim3(16, 16));
-  INFO("predict_divergence(200, 150, 16x16) gave " << describe(got)
+  INFO("predict_divergence(200, 150, 16x16) gave "
+       << describe(got)
        << ". The 9 right-edge blocks above the corner have 8 divergent warps each (every "
           "warp holds columns 192..207, of which 192..199 are inside); the bottom-edge "
           "warps are wholly inside (rows 144..149) or wholly outside (rows 150..159); the "
@@ -193,12 +196,13 @@ TEST_CASE("Predictions match counting every warp, for blocks of any shape",
     int width, height;
     dim3 block;
   };
-  const std::vector<Case> cases = {
-      {200, 150, dim3(16, 16)}, {200, 150, dim3(32, 8)}, {200, 150, dim3(8, 32)},
-      {256, 256, dim3(16, 16)}, {1, 1, dim3(16, 16)},    {33, 17, dim3(32, 1)},
-      {31, 40, dim3(1, 32)},    {100, 3, dim3(14)},      {100, 30, dim3(14, 14)},
-      {50, 50, dim3(5, 3)},     {129, 127, dim3(36, 2)}, {1000, 1, dim3(48)},
-      {17, 65, dim3(10, 20)},   {300, 200, dim3(64, 16)}};
+  const std::vector<Case> cases = {{200, 150, dim3(16, 16)}, {200, 150, dim3(32, 8)},
+                                   {200, 150, dim3(8, 32)},  {256, 256, dim3(16, 16)},
+                                   {1, 1, dim3(16, 16)},     {33, 17, dim3(32, 1)},
+                                   {31, 40, dim3(1, 32)},    {100, 3, dim3(14)},
+                                   {100, 30, dim3(14, 14)},  {50, 50, dim3(5, 3)},
+                                   {129, 127, dim3(36, 2)},  {1000, 1, dim3(48)},
+                                   {17, 65, dim3(10, 20)},   {300, 200, dim3(64, 16)}};
   for (const Case& c : cases) CML_REQUIRE_MATCH(check_prediction(c.width, c.height, c.block));
 }
 
@@ -208,19 +212,19 @@ TEST_CASE("The chosen block size is whole warps and lets whole blocks fill an SM
     const char* what;
     int per_block, per_sm, blocks_per_sm;
   };
-  for (const Limits& l : {Limits{"2048 threads, 32 blocks per SM", 1024, 2048, 32},
-                          Limits{"1536 threads, 16 blocks per SM", 1024, 1536, 16},
-                          Limits{"1024 threads, 16 blocks per SM", 1024, 1024, 16},
-                          Limits{"2048 threads, 16 blocks per SM", 1024, 2048, 16},
-                          Limits{"512-thread blocks, 1536 threads, 8 blocks per SM", 512, 1536,
-                                 8}}) {
+  for (const Limits& l :
+       {Limits{"2048 threads, 32 blocks per SM", 1024, 2048, 32},
+        Limits{"1536 threads, 16 blocks per SM", 1024, 1536, 16},
+        Limits{"1024 threads, 16 blocks per SM", 1024, 1024, 16},
+        Limits{"2048 threads, 16 blocks per SM", 1024, 2048, 16},
+        Limits{"512-thread blocks, 1536 threads, 8 blocks per SM", 512, 1536, 8}}) {
     const int bs = lab01::choose_block_size(l.per_block, l.per_sm, l.blocks_per_sm);
     INFO(l.what << " (" << l.per_block << " per block): choose_block_size returned " << bs);
     REQUIRE(bs > 0);
-    CHECK(bs % 32 == 0);                       // whole warps: no idle lanes
-    CHECK(bs <= l.per_block);                  // it launches
-    CHECK(l.per_sm % bs == 0);                 // whole blocks fill the SM's thread slots
-    CHECK(l.per_sm / bs <= l.blocks_per_sm);   // without running out of block slots
+    CHECK(bs % 32 == 0);                      // whole warps: no idle lanes
+    CHECK(bs <= l.per_block);                 // it launches
+    CHECK(l.per_sm % bs == 0);                // whole blocks fill the SM's thread slots
+    CHECK(l.per_sm / bs <= l.blocks_per_sm);  // without running out of block slots
   }
   // 64 threads at most per block, but 16 blocks of 64 fill only half of 2048 slots.
   CHECK(lab01::choose_block_size(64, 2048, 16) == 0);
@@ -260,9 +264,9 @@ TEST_CASE("The given scale kernel is right at every block size", "[lab01][gpu][g
 TEST_CASE("Each thread's recorded warp and lane agree with the hardware's warp votes",
           "[lab01][gpu][record]") {
   const auto seed = cml::test_seed();
-  for (dim3 block : {dim3(14), dim3(36), dim3(48), dim3(32), dim3(1024), dim3(16, 16),
-                     dim3(32, 8), dim3(5, 3), dim3(10, 20), dim3(1, 64), dim3(4, 4, 4),
-                     dim3(7, 3, 2), dim3(3, 5, 7)}) {
+  for (dim3 block :
+       {dim3(14), dim3(36), dim3(48), dim3(32), dim3(1024), dim3(16, 16), dim3(32, 8), dim3(5, 3),
+        dim3(10, 20), dim3(1, 64), dim3(4, 4, 4), dim3(7, 3, 2), dim3(3, 5, 7)}) {
     CML_REQUIRE_MATCH(lab01_test::check_record(block, seed));
   }
 }
@@ -275,10 +279,10 @@ TEST_CASE("The hardware leaves idle exactly the lanes idle_lanes() predicts",
     const int busy = __builtin_popcount(hw.active.back());
     const int warps = static_cast<int>(hw.first.back() / 32 + 1);
     INFO(threads << "-thread block: the hardware ran " << warps << " warp(s), the last with "
-                 << busy << " of 32 lanes busy (__activemask() = "
-                 << lab01_test::hex(hw.active.back()) << "); warps_per_block gave "
-                 << lab01::warps_per_block(threads) << ", idle_lanes gave "
-                 << lab01::idle_lanes(threads));
+                 << busy
+                 << " of 32 lanes busy (__activemask() = " << lab01_test::hex(hw.active.back())
+                 << "); warps_per_block gave " << lab01::warps_per_block(threads)
+                 << ", idle_lanes gave " << lab01::idle_lanes(threads));
     CHECK(lab01::warps_per_block(threads) == warps);
     CHECK(lab01::idle_lanes(threads) == 32 - busy);
   }
@@ -297,8 +301,8 @@ TEST_CASE("The GPU's count and predict_divergence agree for blocks of any shape"
           "[lab01][gpu][measure]") {
   const auto seed = cml::test_seed();
   const auto sizes = cml::random_ints(8, cml::derive_seed(seed, 101), 1, 700);
-  for (dim3 block : {dim3(16, 16), dim3(32, 8), dim3(8, 32), dim3(14, 14), dim3(36, 2),
-                     dim3(5, 3), dim3(1, 32), dim3(48)}) {
+  for (dim3 block : {dim3(16, 16), dim3(32, 8), dim3(8, 32), dim3(14, 14), dim3(36, 2), dim3(5, 3),
+                     dim3(1, 32), dim3(48)}) {
     for (std::size_t i = 0; i + 1 < sizes.size(); i += 2) {
       CML_REQUIRE_MATCH(check_measurement(sizes[i], sizes[i + 1], block, seed, true));
     }
