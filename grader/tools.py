@@ -128,16 +128,28 @@ def probe_toolchain() -> Toolchain:
     return tc
 
 
-def find_catch2(prefix_path: str | None = None) -> tuple[str | None, str]:
-    """(version, where) of an installed Catch2, searched like find_package would."""
+def find_cmake_package(name: str, prefix_path: str | None = None) -> tuple[str | None, str]:
+    """(version, where) of the installed CMake package `name` (its <name>ConfigVersion.cmake),
+    searched like find_package would: CMAKE_PREFIX_PATH, then /usr/local and /usr."""
     roots = [p for p in (prefix_path or os.environ.get("CMAKE_PREFIX_PATH") or "").split(
         os.pathsep) if p]
     roots += ["/usr/local", "/usr"]
     for root in roots:
-        for sub in ("lib/cmake/Catch2", "lib64/cmake/Catch2", "share/cmake/Catch2",
-                    "lib/x86_64-linux-gnu/cmake/Catch2", "lib/aarch64-linux-gnu/cmake/Catch2"):
-            cfg = Path(root) / sub / "Catch2ConfigVersion.cmake"
+        for sub in ("lib/cmake", "lib64/cmake", "share/cmake", "lib/x86_64-linux-gnu/cmake",
+                    "lib/aarch64-linux-gnu/cmake"):
+            cfg = Path(root) / sub / name / f"{name}ConfigVersion.cmake"
             if cfg.is_file():
                 m = re.search(r'PACKAGE_VERSION "([\d.]+)"', cfg.read_text(errors="replace"))
                 return (m.group(1) if m else "unknown"), str(cfg.parent)
     return None, ""
+
+
+def find_catch2(prefix_path: str | None = None) -> tuple[str | None, str]:
+    """(version, where) of an installed Catch2, searched like find_package would."""
+    return find_cmake_package("Catch2", prefix_path)
+
+
+def find_nlohmann_json(prefix_path: str | None = None) -> tuple[str | None, str]:
+    """(version, where) of an installed nlohmann-json, the JSON library the benches write
+    their documents with (Debian: nlohmann-json3-dev), searched like find_package would."""
+    return find_cmake_package("nlohmann_json", prefix_path)

@@ -3,13 +3,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <random>
 #include <sstream>
+#include <variant>
 
 #include "cml/json.hpp"
 #include "cml/launch_count.hpp"
@@ -259,177 +259,6 @@ DeviceInfo bench_device() {
   return *device;
 }
 
-void write_json(JsonWriter& json, const SampleStats& s) {
-  json.begin_object()
-      .field("median", s.median)
-      .field("min", s.min)
-      .field("max", s.max)
-      .field("mean", s.mean)
-      .field("stdev", s.stdev)
-      .field("rse", s.rse)
-      .field("n", static_cast<int>(s.samples.size()))
-      .field("samples", s.samples)
-      .end_object();
-}
-
-namespace {
-
-void write_work(JsonWriter& json, const Work& work, double median_ms) {
-  json.field("flop", work.flop).field("bytes", work.bytes);
-  json.key("gflops");
-  work.flop > 0 && median_ms > 0 ? json.value(work.flop / median_ms * 1e-6) : json.null();
-  json.key("gbytes_per_s");
-  work.bytes > 0 && median_ms > 0 ? json.value(work.bytes / median_ms * 1e-6) : json.null();
-}
-
-void write_failure(JsonWriter& json, const std::optional<Failure>& f) {
-  if (!f) {
-    json.null();
-    return;
-  }
-  char got_bits[16], expected_bits[16];
-  std::snprintf(got_bits, sizeof got_bits, "0x%08x", f->mismatch.got_bits);
-  std::snprintf(expected_bits, sizeof expected_bits, "0x%08x", f->mismatch.expected_bits);
-  json.begin_object().field("phase", f->warmup ? "warmup" : "timed").field("pair", f->pair);
-  json.key("sample");
-  f->sample >= 0 ? json.value(f->sample) : json.null();
-  json.field("index", static_cast<std::uint64_t>(f->mismatch.first_index))
-      .field("where", f->where)
-      .field("got", f->got)
-      .field("expected", f->expected)
-      .field("got_bits", got_bits)
-      .field("expected_bits", expected_bits)
-      .field("mismatches", static_cast<std::uint64_t>(f->mismatch.mismatches))
-      .field("unwritten", static_cast<std::uint64_t>(f->mismatch.unwritten))
-      .field("elements", static_cast<std::uint64_t>(f->mismatch.elements))
-      .end_object();
-}
-
-void write_check(JsonWriter& json, const Verification& v) {
-  json.begin_object()
-      .field("checked", v.checked)
-      .field("passed", v.passed)
-      .field("message", v.message)
-      .field("against", v.against)
-      .field("rule", v.rule)
-      .field("samples_total", v.samples_total)
-      .field("samples_verified", v.samples_verified)
-      .field("warmup_total", v.warmup_total)
-      .field("warmup_verified", v.warmup_verified);
-  json.key("first_failure");
-  write_failure(json, v.first_failure);
-  json.end_object();
-}
-
-void write_launches(JsonWriter& json, const LaunchStats& l) {
-  json.begin_object().field("counted", l.counted);
-  if (l.counted) {
-    json.field("min", static_cast<std::uint64_t>(l.min))
-        .field("max", static_cast<std::uint64_t>(l.max))
-        .field("median", l.median);
-  } else {
-    json.key("min").null().key("max").null().key("median").null();
-  }
-  json.field("calls", static_cast<std::uint64_t>(l.per_call.size())).end_object();
-}
-
-void write_determinism(JsonWriter& json, const DeterminismResult& d) {
-  json.begin_object()
-      .field("checked", d.checked)
-      .field("required", d.required)
-      .field("identical", d.identical)
-      .field("runs", d.runs)
-      .field("method", d.method)
-      .field("message", d.message);
-  json.key("first_failure");
-  write_failure(json, d.first_failure);
-  json.end_object();
-}
-
-void write_review(JsonWriter& json, const Review& r) {
-  json.begin_object().field("flagged", r.flagged).field("rule", r.rule);
-  json.key("reasons").begin_array();
-  for (const auto& why : r.reasons) json.value(why);
-  json.end_array();
-  json.key("notes").begin_array();
-  for (const auto& note : r.notes) json.value(note);
-  json.end_array();
-  json.key("refused").begin_array();
-  for (const auto& x : r.refused) {
-    json.begin_object()
-        .field("phase", x.warmup ? "warmup" : "timed")
-        .field("pair", x.pair)
-        .field("side", x.side)
-        .field("event_ms", x.event_ms)
-        .field("host_ms", x.host_ms)
-        .end_object();
-  }
-  json.end_array().end_object();
-}
-
-void write_activity(JsonWriter& json, const ActivityStats& a) {
-  if (!a.recorded) {
-    json.null();
-    return;
-  }
-  json.begin_object()
-      .field("records_min", static_cast<std::uint64_t>(a.records_min))
-      .field("records_max", static_cast<std::uint64_t>(a.records_max))
-      .field("records_median", a.records_median)
-      .field("empty_calls", a.empty_calls)
-      .field("dropped_calls", a.dropped_calls)
-      .field("escaped_runs", a.escaped_runs)
-      .field("runs", a.runs)
-      .end_object();
-}
-
-// How the runner's calls were timed (RemoteStats); null for a side this process ran.
-void write_remote(JsonWriter& json, const RemoteStats& r) {
-  if (!r.remote) {
-    json.null();
-    return;
-  }
-  json.begin_object().field("empty_ms", r.empty_ms);
-  json.key("observed_ms");
-  write_json(json, r.observed_ms);
-  json.key("runner_ms");
-  write_json(json, r.runner_ms);
-  json.field("runner_complete", r.runner_complete)
-      .field("gap_ms", r.gap_ms)
-      .field("agreed", r.agreed)
-      .field("rule", r.rule)
-      .end_object();
-}
-
-void write_work_object(JsonWriter& json, const Work& work) {
-  json.key("work").begin_object().field("flop", work.flop).field("bytes", work.bytes).end_object();
-}
-
-// One timed side: name, times (the clock's, the events', the host's), work rates,
-// verification, launch counts and what the activity records said.
-void write_side_fields(JsonWriter& json, const std::string& name, const SideResult& side,
-                       const Work& work) {
-  json.field("name", name).field("clock", side.clock);
-  json.key("ms");
-  write_json(json, side.ms);
-  json.key("event_ms");
-  write_json(json, side.event_ms);
-  json.key("host_ms");
-  write_json(json, side.host_ms);
-  json.field("host_margin_ms", side.host_margin_ms);
-  write_work(json, work, side.ms.median);
-  json.key("verification");
-  write_check(json, side.verification);
-  json.key("launches");
-  write_launches(json, side.launches);
-  json.key("activity");
-  write_activity(json, side.activity);
-  json.key("remote");
-  write_remote(json, side.remote);
-}
-
-}  // namespace
-
 namespace {
 
 std::string side_summary(const SideResult& side) {
@@ -492,62 +321,22 @@ BenchReport::BenchReport(std::string lab, std::string variant, const BenchArgs& 
       flush_bytes_(l2_flush_bytes) {}
 
 void BenchReport::param(const std::string& name, double value) {
-  JsonWriter j;
-  j.value(value);
-  params_.emplace_back(name, j.str());
+  params_.emplace_back(name, value);
 }
 void BenchReport::param(const std::string& name, const std::string& value) {
-  JsonWriter j;
-  j.value(value);
-  params_.emplace_back(name, j.str());
+  params_.emplace_back(name, value);
 }
 
 void BenchReport::not_timed(const std::string& comparison, const std::string& why) {
-  JsonWriter j;
-  j.value(why);
-  not_timed_.emplace_back(comparison, j.str());
+  not_timed_.emplace_back(comparison, why);
 }
 
 void BenchReport::add_comparison(const std::string& name, const PairTiming& t, const Work& work) {
-  JsonWriter j;
-  j.begin_object()
-      .field("name", name)
-      .field("converged", t.converged)
-      .field("wall_seconds", t.wall_seconds)
-      .field("warmup_pairs", t.warmup_pairs)
-      .field("refused_pairs", t.refused_pairs);
-  write_work_object(j, work);
-  j.key("baseline").begin_object();
-  write_side_fields(j, t.baseline.name, t.baseline, work);
-  j.end_object();
-  j.key("candidate").begin_object();
-  write_side_fields(j, t.candidate.name, t.candidate, work);
-  j.end_object();
-  j.key("speedup");
-  write_json(j, t.speedup);
-  j.key("determinism");
-  write_determinism(j, t.determinism);
-  j.key("review");
-  write_review(j, t.review);
-  j.end_object();
-  comparisons_.push_back(j.str());
+  comparisons_.push_back({name, t, work});
 }
 
 void BenchReport::add_case(const std::string& name, const CaseTiming& t, const Work& work) {
-  JsonWriter j;
-  j.begin_object();
-  write_side_fields(j, name, t.result, work);
-  write_work_object(j, work);
-  j.field("launch_name", t.result.name)
-      .field("converged", t.converged)
-      .field("wall_seconds", t.wall_seconds)
-      .field("refused_samples", t.refused_samples);
-  j.key("determinism");
-  write_determinism(j, t.determinism);
-  j.key("review");
-  write_review(j, t.review);
-  j.end_object();
-  cases_.push_back(j.str());
+  cases_.push_back({name, t, work});
 }
 
 void BenchReport::metric(const std::string& name, double value) {
@@ -587,165 +376,92 @@ Plot& BenchReport::plot(const std::string& id, const std::string& title, const s
   return plots_.back();
 }
 
-namespace {
-
-void write_plot(JsonWriter& json, const Plot& p) {
-  json.begin_object()
-      .field("id", p.id)
-      .field("title", p.title)
-      .field("caption", p.caption)
-      .field("style", p.lines ? "line" : "dots");
-  json.key("x").begin_object().field("label", p.x_label);
-  json.field("scale", p.log2_x ? "log2" : "linear");
-  if (p.x_max > p.x_min) json.field("min", p.x_min).field("max", p.x_max);
-  json.end_object();
-  json.key("y").begin_object().field("label", p.y_label).end_object();
-  if (!p.ceiling_case.empty()) {
-    json.key("ceiling")
-        .begin_object()
-        .field("label", p.ceiling_label)
-        .field("case", p.ceiling_case)
-        .field("field", p.ceiling_field)
-        .end_object();
-  }
-  json.key("points").begin_array();
-  for (const auto& pt : p.points) {
-    json.begin_object().field("x", pt.x).field(pt.kind, pt.name);
-    if (!pt.field.empty()) json.field("field", pt.field);
-    if (!pt.label.empty()) json.field("label", pt.label);
-    json.end_object();
-  }
-  json.end_array().end_object();
-}
-
-}  // namespace
-
 std::string BenchReport::finish() {
   const ClockSample clocks_end = sample_clocks(device_);
   const ActivityClock& clock = ActivityClock::instance();
-  JsonWriter j;
-  j.begin_object()
-      .field("schema", "cml-bench/2")
-      .field("lab", lab_)
-      .field("variant", variant_)
-      .field("seed", static_cast<std::uint64_t>(args_.seed))
-      .field("input_nonce", static_cast<std::uint64_t>(args_.timing.nonce))
-      .field("launch_counting", launch_counting_active());
-  j.key("device");
-  write_json(j, device_);
-  j.key("limits")
-      .begin_object()
-      .field("copy_gbytes_per_s", limits_.copy_gbytes_per_s)
-      .field("fp32_gflops", limits_.fp32_gflops)
-      .field("copy_method", limits_.copy_method)
-      .field("fp32_method", limits_.fp32_method)
-      .end_object();
-  j.key("clocks").begin_object();
-  j.key("start");
-  write_json(j, clocks_start_);
-  j.key("end");
-  write_json(j, clocks_end);
-  j.end_object();
-  j.key("protocol")
-      .begin_object()
-      .field("warmup", args_.timing.warmup)
-      .field("min_samples", args_.timing.min_samples)
-      .field("max_samples", args_.timing.max_samples)
-      .field("max_seconds", args_.timing.max_seconds)
-      .field("target_rse", args_.timing.target_rse)
-      .field("l2_flush_bytes", static_cast<std::uint64_t>(flush_bytes_))
-      .field("window", clock.available()
-                           ? "CUPTI activity records: earliest start to latest end of every "
-                             "kernel, copy and set the call caused, on any stream; CUDA events "
-                             "on the legacy default stream and host steady_clock recorded "
-                             "beside it"
-                           : "CUDA events on the legacy default stream; host steady_clock "
-                             "around [events; launch; cudaDeviceSynchronize()] cross-checks "
-                             "them")
-      .field("order",
-             "per pair: inputs from the pair's key, trusted outputs poisoned, the "
-             "candidate (timed), its determinism re-run on regenerated inputs, then "
-             "inputs regenerated, the baseline (timed) and the reference, then "
-             "verification")
-      .field("inputs",
-             "regenerated on the GPU before every pair from a hash of (seed, "
-             "input_nonce, measurement, pair); never reused")
-      .field("poison", "every output set to 0xFF bytes before every run")
-      .field("verification",
-             "the whole output of every run (warm-up included) compared on "
-             "the GPU with a result the harness computes for the same inputs")
-      .field("launch_counting",
-             "kernels launched by each call, counted through "
-             "-Wl,--wrap of the runtime's launch entry points");
-  j.key("clock")
-      .begin_object()
-      .field("name", clock.name())
-      .field("status", clock.status())
-      .end_object();
+  Json doc = {{"schema", "cml-bench/2"},
+              {"lab", lab_},
+              {"variant", variant_},
+              {"seed", args_.seed},
+              {"input_nonce", args_.timing.nonce},
+              {"launch_counting", launch_counting_active()},
+              {"device", device_}};
+  doc["limits"] = {{"copy_gbytes_per_s", limits_.copy_gbytes_per_s},
+                   {"fp32_gflops", limits_.fp32_gflops},
+                   {"copy_method", limits_.copy_method},
+                   {"fp32_method", limits_.fp32_method}};
+  doc["clocks"] = {{"start", clocks_start_}, {"end", clocks_end}};
+  doc["protocol"] = {{"warmup", args_.timing.warmup},
+                     {"min_samples", args_.timing.min_samples},
+                     {"max_samples", args_.timing.max_samples},
+                     {"max_seconds", args_.timing.max_seconds},
+                     {"target_rse", args_.timing.target_rse},
+                     {"l2_flush_bytes", flush_bytes_},
+                     {"window",
+                      clock.available()
+                          ? "CUPTI activity records: earliest start to latest end of every "
+                            "kernel, copy and set the call caused, on any stream; CUDA events "
+                            "on the legacy default stream and host steady_clock recorded "
+                            "beside it"
+                          : "CUDA events on the legacy default stream; host steady_clock "
+                            "around [events; launch; cudaDeviceSynchronize()] cross-checks "
+                            "them"},
+                     {"order",
+                      "per pair: inputs from the pair's key, trusted outputs poisoned, the "
+                      "candidate (timed), its determinism re-run on regenerated inputs, then "
+                      "inputs regenerated, the baseline (timed) and the reference, then "
+                      "verification"},
+                     {"inputs",
+                      "regenerated on the GPU before every pair from a hash of (seed, "
+                      "input_nonce, measurement, pair); never reused"},
+                     {"poison", "every output set to 0xFF bytes before every run"},
+                     {"verification",
+                      "the whole output of every run (warm-up included) compared on "
+                      "the GPU with a result the harness computes for the same inputs"},
+                     {"launch_counting",
+                      "kernels launched by each call, counted through "
+                      "-Wl,--wrap of the runtime's launch entry points"}};
+  doc["protocol"]["clock"] = {{"name", clock.name()}, {"status", clock.status()}};
   const EventCheck& ec = args_.timing.event_check;
-  j.key("event_check")
-      .begin_object()
-      .field("rule", ec.describe())
-      .field("factor", ec.factor)
-      .field("slack_ms", ec.slack_ms)
-      .end_object();
+  doc["protocol"]["event_check"] = {{"rule", ec.describe()},
+                                    {"factor", ec.factor},
+                                    {"slack_ms", ec.slack_ms}};
   const HostCheck& hc = args_.timing.host_check;
-  j.key("host_check")
-      .begin_object()
-      .field("active", !clock.available())
-      .field("rule", hc.describe())
-      .field("factor", hc.factor)
-      .field("slack_ms", hc.slack_ms)
-      .field("flag_min_refused", hc.flag_min_refused)
-      .field("margin_factor", hc.margin_factor)
-      .field("margin_slack_ms", hc.margin_slack_ms)
-      .end_object();
-  j.key("nvtx")
-      .begin_object()
-      .field("candidate", kNvtxCandidate)
-      .field("baseline", kNvtxBaseline)
-      .field("determinism", kNvtxDeterminism)
-      .field("reference", kNvtxReference)
-      .field("case", kNvtxCase)
-      .end_object();
-  j.end_object();
-  // Pre-rendered pieces are spliced in as raw JSON text.
-  std::string out = j.str();
-  auto splice_object = [&](const char* key,
-                           const std::vector<std::pair<std::string, std::string>>& kv) {
-    out += std::string(",\"") + key + "\":{";
-    for (std::size_t i = 0; i < kv.size(); ++i) {
-      JsonWriter k;
-      k.value(kv[i].first);
-      out += (i ? "," : "") + k.str() + ":" + kv[i].second;
-    }
-    out += "}";
-  };
-  auto splice_array = [&](const char* key, const std::vector<std::string>& items) {
-    out += std::string(",\"") + key + "\":[";
-    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
-    out += "]";
-  };
-  splice_object("params", params_);
-  splice_array("comparisons", comparisons_);
-  splice_array("cases", cases_);
-  std::vector<std::pair<std::string, std::string>> metrics;
-  for (const auto& [name, value] : metrics_) {
-    JsonWriter v;
-    v.value(value);
-    metrics.emplace_back(name, v.str());
+  doc["protocol"]["host_check"] = {{"active", !clock.available()},
+                                   {"rule", hc.describe()},
+                                   {"factor", hc.factor},
+                                   {"slack_ms", hc.slack_ms},
+                                   {"flag_min_refused", hc.flag_min_refused},
+                                   {"margin_factor", hc.margin_factor},
+                                   {"margin_slack_ms", hc.margin_slack_ms}};
+  doc["protocol"]["nvtx"] = {{"candidate", kNvtxCandidate},
+                             {"baseline", kNvtxBaseline},
+                             {"determinism", kNvtxDeterminism},
+                             {"reference", kNvtxReference},
+                             {"case", kNvtxCase}};
+  // What the bench added, in the order it added it.
+  Json params = Json::object();
+  for (const auto& param : params_) {
+    std::visit([&](const auto& value) { params[param.first] = value; }, param.second);
   }
-  splice_object("metrics", metrics);
-  splice_object("not_timed", not_timed_);
-  std::vector<std::string> plots;
-  for (const auto& p : plots_) {
-    JsonWriter pj;
-    write_plot(pj, p);
-    plots.push_back(pj.str());
-  }
-  splice_array("plots", plots);
-  out += "}";
-  return out;
+  doc["params"] = std::move(params);
+  Json comparisons = Json::array();
+  for (const auto& c : comparisons_)
+    comparisons.push_back(comparison_json(c.name, c.timing, c.work));
+  doc["comparisons"] = std::move(comparisons);
+  Json cases = Json::array();
+  for (const auto& c : cases_) cases.push_back(case_json(c.name, c.timing, c.work));
+  doc["cases"] = std::move(cases);
+  Json metrics = Json::object();
+  for (const auto& [name, value] : metrics_) metrics[name] = value;
+  doc["metrics"] = std::move(metrics);
+  Json not_timed = Json::object();
+  for (const auto& [comparison, why] : not_timed_) not_timed[comparison] = why;
+  doc["not_timed"] = std::move(not_timed);
+  Json plots = Json::array();
+  for (const auto& p : plots_) plots.push_back(p);
+  doc["plots"] = std::move(plots);
+  return dump_json(doc);
 }
 
 int BenchReport::write() {

@@ -8,8 +8,6 @@
 #include <sstream>
 #include <string>
 
-#include "cml/json.hpp"
-
 #ifndef CML_NVCC_VERSION
 #define CML_NVCC_VERSION "unknown"
 #endif
@@ -157,45 +155,6 @@ std::string describe(const DeviceInfo& d) {
       << d.l2_bytes / (1024 * 1024) << " MB L2, driver " << version_string(d.driver_version)
       << ", runtime " << version_string(d.runtime_version) << ")";
   return out.str();
-}
-
-void write_json(JsonWriter& json, const DeviceInfo& d) {
-  json.begin_object()
-      .field("index", d.index)
-      .field("name", d.name)
-      .field("pci_bus_id", d.pci_bus_id)
-      .field("compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor))
-      .field("sm_count", d.sm_count)
-      .field("warp_size", d.warp_size)
-      .field("max_threads_per_block", d.max_threads_per_block)
-      .field("max_threads_per_sm", d.max_threads_per_sm)
-      .field("max_blocks_per_sm", d.max_blocks_per_sm)
-      .field("regs_per_sm", d.regs_per_sm)
-      .field("regs_per_block", d.regs_per_block)
-      .field("shared_per_block", static_cast<std::uint64_t>(d.shared_per_block))
-      .field("shared_per_block_optin", static_cast<std::uint64_t>(d.shared_per_block_optin))
-      .field("shared_per_sm", static_cast<std::uint64_t>(d.shared_per_sm))
-      .field("reserved_shared_per_block", static_cast<std::uint64_t>(d.reserved_shared_per_block))
-      .field("l2_bytes", static_cast<std::uint64_t>(d.l2_bytes))
-      .field("global_bytes", static_cast<std::uint64_t>(d.global_bytes))
-      .field("max_sm_clock_mhz", d.max_sm_clock_mhz)
-      .field("max_mem_clock_mhz", d.max_mem_clock_mhz)
-      .field("mem_bus_bits", d.mem_bus_bits)
-      .field("driver_version", version_string(d.driver_version))
-      .field("runtime_version", version_string(d.runtime_version))
-      .field("nvcc_version", nvcc_version())
-      .end_object();
-}
-
-void write_json(JsonWriter& json, const ClockSample& c) {
-  json.begin_object().field("available", c.available);
-  json.key("sm_mhz");
-  c.sm_mhz >= 0 ? json.value(c.sm_mhz) : json.null();
-  json.key("mem_mhz");
-  c.mem_mhz >= 0 ? json.value(c.mem_mhz) : json.null();
-  json.key("temperature_c");
-  c.temperature_c >= 0 ? json.value(c.temperature_c) : json.null();
-  json.end_object();
 }
 
 }  // namespace cml

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from ..course import course_file
 from .. import confine, device_limits, sandbox
 from ..paths import ROOT
-from ..tools import find_catch2, probe_toolchain, query_gpus
+from ..tools import find_catch2, find_nlohmann_json, probe_toolchain, query_gpus
 
 HELP = "show this machine's GPU(s) and tools, and what a missing one means for grading"
 
@@ -27,7 +27,10 @@ COSTS = {
     "ncu": "profiler metrics are 'not measured' (no points either way)",
     "nvidia-smi": "device facts (clocks, temperature) are not recorded",
     "catch2": "the tests cannot be built (install Catch2 2.x or 3.x, or set CMAKE_PREFIX_PATH)",
+    "nlohmann-json": "nothing can be built: the benches write their JSON with it (install "
+                     "nlohmann-json3-dev, 3.10 or newer, or set CMAKE_PREFIX_PATH)",
 }
+JSON_MIN = (3, 10)  # the top-level CMakeLists.txt's find_package(nlohmann_json 3.10)
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -41,10 +44,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     tc = probe_toolchain()
     catch_version, catch_where = find_catch2()
+    json_version, json_where = find_nlohmann_json()
     gpus, why = query_gpus()
     found: dict[str, Any] = {"gpus": [g.as_dict() for g in gpus], "no_gpu_reason": why or None,
              "tools": {k: {"path": tc.paths.get(k), "version": v} for k, v in tc.versions.items()},
-             "catch2": {"version": catch_version, "where": catch_where or None}}
+             "catch2": {"version": catch_version, "where": catch_where or None},
+             "nlohmann_json": {"version": json_version, "where": json_where or None}}
     profiling = _profiling_allowed()
     found["profiler_counters"] = profiling
     isolation = sandbox.isolation()
@@ -58,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         found["runner"] = runner
     if args.json:
         print(json.dumps(found, indent=2))
-        return 0 if _can_build(tc, catch_version) else 1
+        return 0 if _can_build(tc, json_version) else 1
 
     print("GPU")
     if gpus:
@@ -99,6 +104,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"  ok    {'Catch2':<18} {catch_version:<12} {catch_where}")
     else:
         print(f"  --    {'Catch2':<18} not found by this check: {COSTS['catch2']}")
+    if json_version and _older(json_version, JSON_MIN):
+        print(f"  old   {'nlohmann-json':<18} {json_version:<12} {json_where}: the build needs "
+              "3.10 (Debian 12 and Ubuntu 22.04 or newer ship it as nlohmann-json3-dev)")
+    elif json_version:
+        print(f"  ok    {'nlohmann-json':<18} {json_version:<12} {json_where}")
+    else:
+        print(f"  --    {'nlohmann-json':<18} not found by this check: {COSTS['nlohmann-json']}")
     print("Sandbox")
     if isolation.jailed:
         print(f"  ok    student code is compiled and run in a jail ({isolation.tool}): no "
@@ -124,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         print("This runner's job (GitHub Actions, a self-hosted runner)")
         for line in runner_lines(runner):
             print(line)
-    ok = _can_build(tc, catch_version)
+    ok = _can_build(tc, json_version)
     print("Verdict")
     if ok and gpus:
         print("  everything can be graded here")
@@ -235,8 +247,11 @@ def _older(version: str | None, than: tuple[int, ...]) -> bool:
         return False
 
 
-def _can_build(tc, catch_version) -> bool:
-    return all(tc.paths.get(k) for k in ("cmake", "nvcc", "g++"))
+def _can_build(tc, json_version: str | None) -> bool:
+    """cmake, nvcc, g++ and an nlohmann-json the build takes (the top-level CMakeLists.txt
+    refuses to configure without one)."""
+    return (all(tc.paths.get(k) for k in ("cmake", "nvcc", "g++")) and json_version is not None
+            and not _older(json_version, JSON_MIN))
 
 
 def _profiling_allowed() -> bool | None:

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from ..benchdoc import STATS_KEYS, CaseTiming, Document, PairTiming, SampleStats, Side
 
-# The bench prints numbers with 9 significant digits (common/src/json.cpp): a summary that
+# The bench prints every number as the double it holds (common/src/json.cpp): a summary that
 # the harness computed from its samples agrees with their recomputation far within this.
 AGREE_REL = 1e-6
 ALTERED = ("the bench document's figures disagree with its own samples: it was altered; "

@@ -1,6 +1,6 @@
-"""What a test that builds or grades a lab needs on this machine, said once: the tools, Catch2
-and (for grading the reference) the lab's solutions/ folder, which a student copy lacks; and
-the reference cache a test run shares."""
+"""What a test that builds or grades a lab needs on this machine, said once: the tools, Catch2,
+nlohmann-json and (for grading the reference) the lab's solutions/ folder, which a student
+copy lacks; and the reference cache a test run shares."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from grader.paths import ROOT
-from grader.tools import find_catch2, find_tool
+from grader.tools import find_catch2, find_nlohmann_json, find_tool
 
 BUILD_TOOLS = ("cmake", "nvcc", "g++", "nm")
 
@@ -18,6 +18,8 @@ def missing(tools: tuple[str, ...] = BUILD_TOOLS, solutions_of: str | None = Non
     out = [t for t in tools if not find_tool(t)]
     if not find_catch2()[0]:
         out.append("Catch2")
+    if not find_nlohmann_json()[0]:
+        out.append("nlohmann-json")
     if solutions_of is not None and not (ROOT / "solutions" / solutions_of).is_dir():
         out.append("solutions/ (a student copy has none)")
     return ", ".join(out)

@@ -22,7 +22,7 @@ from grader.paths import ROOT
 from grader.rubric import load_rubric
 from grader.tests import needs
 from grader.tests.adversarial import suite
-from grader.tools import find_catch2, find_tool
+from grader.tools import find_catch2, find_nlohmann_json, find_tool
 
 # --------------------------------------------------------------------------- static adapter
 # The one place that knows the static checks' API: grader.static_checks' allow-lists
@@ -303,6 +303,8 @@ def _e2e_missing() -> str:
     missing = [t for t in ("cmake", "nvcc", "g++", "nm") if not find_tool(t)]
     if not find_catch2()[0]:
         missing.append("Catch2")
+    if not find_nlohmann_json()[0]:
+        missing.append("nlohmann-json")
     return ", ".join(missing)
 
 

@@ -1,6 +1,6 @@
 """`doctor`: the device limits the handouts ask for (parsed from the CUDA runtime helper's
-output, canned here) and the one line it prints without a GPU (the handouts' side is in
-test_handouts)."""
+output, canned here), the one line it prints without a GPU (the handouts' side is in
+test_handouts) and the nlohmann-json the build needs."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from contextlib import redirect_stdout
 
 from grader import device_limits
 from grader.commands import doctor
+from grader.tools import Toolchain, find_nlohmann_json
 
 H100 = """warpSize=32
 multiProcessorCount=132
@@ -60,6 +61,20 @@ class DoctorTest(unittest.TestCase):
         self.assertFalse(doctor._older("4.0.2", (3, 25)))
         self.assertFalse(doctor._older(None, (3, 25)))
 
+    def test_nlohmann_json_is_found_as_find_package_would_and_must_be_3_10(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            where = Path(tmp) / "share" / "cmake" / "nlohmann_json"
+            where.mkdir(parents=True)
+            (where / "nlohmann_jsonConfigVersion.cmake").write_text(
+                'set(PACKAGE_VERSION "3.9.1")\n')
+            self.assertEqual(find_nlohmann_json(tmp), ("3.9.1", str(where)))
+        tc = Toolchain(paths={"cmake": "/usr/bin/cmake", "nvcc": "/usr/bin/nvcc",
+                              "g++": "/usr/bin/g++"})
+        self.assertTrue(doctor._can_build(tc, "3.11.2"))
+        self.assertTrue(doctor._can_build(tc, "3.10.5"))  # Ubuntu 22.04's
+        self.assertFalse(doctor._can_build(tc, "3.9.1"))
+        self.assertFalse(doctor._can_build(tc, None))
+
     def test_without_a_gpu_one_clear_line(self):
         if device_limits.query().values:
             self.skipTest("this machine has a GPU")
@@ -71,7 +86,7 @@ class DoctorTest(unittest.TestCase):
         self.assertEqual(len(section), 1, section)
         self.assertIn("no CUDA GPU", section[0])
         self.assertNotIn("insufficient", text)
-        self.assertIn(status, (0, 1))  # 1 only when cmake/nvcc/g++ are missing
+        self.assertIn(status, (0, 1))  # 1 only when cmake/nvcc/g++/nlohmann-json are missing
 
 
 class GpuFeedbackTest(unittest.TestCase):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from grader.course import releases
 from grader.paths import ROOT, discover_labs
-from grader.tools import find_catch2, find_tool
+from grader.tools import find_catch2, find_nlohmann_json, find_tool
 
 HAVE_SOLUTIONS = (ROOT / "solutions").is_dir()
 NEEDS = unittest.skipUnless(HAVE_SOLUTIONS and shutil.which("git"),
@@ -380,8 +380,9 @@ class ReleaseTest(unittest.TestCase):
         self.assertEqual(returncode, 0, output[-3000:])
         self.assertRegex(output, r"\nRan \d+ tests? in ")
 
-    @unittest.skipIf(not (find_tool("cmake") and find_tool("nvcc") and find_catch2()[0]),
-                     "configuring the copy needs cmake, nvcc and Catch2")
+    @unittest.skipIf(not (find_tool("cmake") and find_tool("nvcc") and find_catch2()[0]
+                          and find_nlohmann_json()[0]),
+                     "configuring the copy needs cmake, nvcc, Catch2 and nlohmann-json")
     def test_the_copy_configures_builds_and_passes_its_host_tests(self):
         build = self.tmp / "build"
         env = dict(os.environ)

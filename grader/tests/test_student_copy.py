@@ -21,7 +21,7 @@ from grader.course import course_file, releases, student_copy
 from grader.paths import ROOT
 from grader.tests import needs
 from grader.tests.test_release import NEEDS, repository_like_this_checkout
-from grader.tools import find_catch2, find_tool
+from grader.tools import find_catch2, find_nlohmann_json, find_tool
 
 
 def sh_blocks(markdown: str) -> list[str]:
@@ -230,8 +230,9 @@ class StudentCopyTest(unittest.TestCase):
         proc = subprocess.run(["sed", "-nE", script], input=log, capture_output=True, text=True)
         self.assertEqual(proc.stdout, "| lab04 | Failed |\n| lab05 | Passed |\n")
 
-    @unittest.skipIf(not (find_tool("cmake") and find_tool("nvcc") and find_catch2()[0]),
-                     "configuring the copy needs cmake, nvcc and Catch2")
+    @unittest.skipIf(not (find_tool("cmake") and find_tool("nvcc") and find_catch2()[0]
+                          and find_nlohmann_json()[0]),
+                     "configuring the copy needs cmake, nvcc, Catch2 and nlohmann-json")
     def test_ctest_finds_one_labs_tests_with_the_preset(self):
         env = dict(os.environ)
         env["PATH"] = env.get("PATH", "") + os.pathsep + os.path.dirname(find_tool("nvcc"))

@@ -38,7 +38,8 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends "cuda-nvcc-$CUDA_VERSION" \
     "cuda-cudart-dev-$CUDA_VERSION" "libcublas-dev-$CUDA_VERSION" >/dev/null
 # Catch2: the distribution's package (Catch2 2 on Ubuntu 22.04, 3 on 24.04); both work.
-apt-get install -y -qq --no-install-recommends catch2 >/dev/null
+# nlohmann-json: the JSON library the benches write their documents with (3.10 or newer).
+apt-get install -y -qq --no-install-recommends catch2 nlohmann-json3-dev >/dev/null
 ln -sf /usr/local/cuda/bin/nvcc /usr/local/bin/nvcc
 # Build the reference and the tests once now (grading the skeletons), into the image, so
 # each submission only compiles its own file.

@@ -21,6 +21,8 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "cml/device_info.hpp"
@@ -132,10 +134,22 @@ class BenchReport {
   ClockSample clocks_start_;
   DeviceLimits limits_;
   std::size_t flush_bytes_;
-  std::vector<std::pair<std::string, std::string>> params_;  // name, JSON text
-  std::vector<std::string> comparisons_, cases_;             // JSON texts
+  // What the document will hold, in the order given; finish() writes it (cml/json.hpp).
+  struct Comparison {
+    std::string name;
+    PairTiming timing;
+    Work work;
+  };
+  struct Case {
+    std::string name;
+    CaseTiming timing;
+    Work work;
+  };
+  std::vector<std::pair<std::string, std::variant<double, std::string>>> params_;
+  std::vector<Comparison> comparisons_;
+  std::vector<Case> cases_;
   std::vector<std::pair<std::string, double>> metrics_;
-  std::vector<std::pair<std::string, std::string>> not_timed_;  // name, JSON text
+  std::vector<std::pair<std::string, std::string>> not_timed_;  // comparison, why
   std::deque<Plot> plots_;  // a deque: the references plot() returns stay valid
 };
 
@@ -144,9 +158,6 @@ class BenchReport {
 /// verified 12/12 (+3 warm-up); 1 launch per call".
 std::string summary(const PairTiming& timing);
 std::string summary(const CaseTiming& timing);
-
-/// Writes `stats` as {"median":..,"min":..,"max":..,"mean":..,"stdev":..,"rse":..,"n":..,"samples":[..]}.
-void write_json(JsonWriter& json, const SampleStats& stats);
 
 /// What a bench's function is given: the parsed command line, the device, the harness that
 /// times and the report the measurements go into (both made before the function runs).

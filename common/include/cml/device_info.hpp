@@ -9,8 +9,6 @@
 
 namespace cml {
 
-class JsonWriter;
-
 /// Static properties of one device, from cudaGetDeviceProperties and device attributes.
 struct DeviceInfo {
   int index = 0;
@@ -69,9 +67,5 @@ std::string version_string(int cuda_version);
 
 /// The nvcc version this code was compiled with.
 std::string nvcc_version();
-
-/// Writes the device as a JSON object (the value of the current key).
-void write_json(JsonWriter& json, const DeviceInfo& device);
-void write_json(JsonWriter& json, const ClockSample& clocks);
 
 }  // namespace cml
