@@ -8,6 +8,7 @@ import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeAlias
 
 from .. import pipeline, refcache
 from ..atomic import write_atomic
@@ -18,6 +19,10 @@ from ..pipeline import Interrupted, Progress, interrupt_handler
 from ..result import GradeResult
 
 DEFAULT_FORMATS = "gradescope,prairielearn,junit,markdown"
+
+# What every command's add_parser takes: the subcommands of build_parser (grader/__main__.py).
+# A string, as argparse's class of it cannot be subscripted when the grader runs.
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def choose_labs(keys: list[str]) -> list[LabPaths]:

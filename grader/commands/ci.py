@@ -51,8 +51,8 @@ from ..paths import ROOT, LabPaths, discover_labs
 from ..result import GradeResult
 from ..rubric import RubricError, load_rubric
 from ..tools import query_gpus
-from ._common import (GradingFlags, add_grading_flags, grade_submission, labs_or_say, table,
-                      write_result)
+from ._common import (GradingFlags, Subcommands, add_grading_flags, grade_submission,
+                      labs_or_say, table, write_result)
 
 HELP = "grade the labs a pull request touches (GitHub Actions): summary, artifacts, comment"
 MARKER = "<!-- cml-grader -->"
@@ -64,7 +64,7 @@ NO_GPU = 3  # the exit status of --require-gpu without a usable GPU
 GradeFn = Callable[[Path, list[LabPaths], argparse.Namespace], tuple[GradeResult, int]]
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("ci", help=HELP, description=HELP)
     p.add_argument("--out", type=Path, default=Path("ci-results"),
                    help="where result.json, junit.xml, summary.md and report.html go "

@@ -13,6 +13,7 @@ from ..course import course_file
 from .. import confine, device_limits, sandbox
 from ..paths import ROOT
 from ..tools import find_catch2, probe_toolchain, query_gpus
+from ._common import Subcommands
 
 HELP = "show this machine's GPU(s) and tools, and what a missing one means for grading"
 
@@ -30,7 +31,7 @@ COSTS = {
 }
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help=HELP, description=HELP)
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     return p

@@ -27,12 +27,12 @@ from ..submissions import DownloadError, Staging, read_download, write_staging
 from ..exports.table import use_color
 from ..gpu import visible_devices
 from ..workspace import usable_cpus
-from ._common import add_format_flag, add_grading_flags, labs_or_say
+from ._common import Subcommands, add_format_flag, add_grading_flags, labs_or_say
 
 HELP = "grade many submissions (a folder or a CSV roster) into a gradebook"
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("batch", help=HELP, description=" ".join(__doc__.split("\n\n")[0]
                                                                 .split()))
     p.add_argument("submissions", type=Path, nargs="?",

@@ -25,7 +25,7 @@ import zipfile
 from pathlib import Path
 
 from ..paths import ROOT, LabPaths
-from ._common import choose_labs
+from ._common import Subcommands, choose_labs
 
 HELP = "platform integrations: the Gradescope autograder zip; grade an upload for a platform"
 INTEGRATIONS = ROOT / "integrations"
@@ -34,7 +34,7 @@ REPO_TOP = ("CMakeLists.txt", "CMakePresets.json", "cmake", "common", "grader", 
             "integrations", "tools")
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("integrations", help=HELP, description=HELP)
     what = p.add_subparsers(dest="what", required=True)
     z = what.add_parser("gradescope-zip", help="build the Gradescope autograder zip")
