@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from .. import linking, refcache, sandbox, workspace
 from ..paths import LabPaths
@@ -30,7 +30,8 @@ class Prepared:
     student_paths: dict[str, dict[str, str]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # grader errors (rubrics, configure...)
     unconfigured: bool = False
-    sandbox: dict = field(default_factory=dict)  # how student code is contained (result.json)
+    # how student code is contained (result.json)
+    sandbox: dict[str, Any] = field(default_factory=dict)
 
 
 def trees(work: Path, submission: Path, source_root: Path, labs: list[LabPaths],
@@ -161,7 +162,7 @@ def _configure_student(student: StudentTree, out: Prepared, timeout: float, arch
 
 
 def _references(cache: Path | None, source_root: Path, labs: list[LabPaths],
-                say: Callable[[str], None]) -> tuple[dict, str | None]:
+                say: Callable[[str], None]) -> tuple[dict[str, refcache.Entry], str | None]:
     """The cached references of `labs` (filled first where missing), and the cache's GPU
     architectures, which the grade's trees are built for. A cache that cannot be filled is
     said and left out: each lab then builds its reference in the grade's tree, where a
