@@ -23,6 +23,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from ..paths import ROOT, LabPaths
 from ._common import Subcommands, choose_labs
@@ -86,7 +87,7 @@ def gradescope_zip(labs: list[LabPaths], output: Path, root: Path = ROOT) -> lis
     return members
 
 
-def _fallback(platform: str, problem: str) -> dict:
+def _fallback(platform: str, problem: str) -> dict[str, Any]:
     """A results.json when the grader could not grade at all."""
     if platform == "prairielearn":
         return {"gradable": False, "score": 0.0, "format_errors": [problem],
@@ -119,7 +120,7 @@ def _summary(platform: str, results: Path) -> str:
     return text
 
 
-def _write(platform: str, results: Path, doc: dict) -> None:
+def _write(platform: str, results: Path, doc: dict[str, Any]) -> None:
     results.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     say(f"wrote {results}: {_summary(platform, results)}")
 
