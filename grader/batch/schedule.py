@@ -101,8 +101,7 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
 def _kept(out_dir: Path, plan: Plan, force: bool, only: set[str] | None,
           report: Callable[[Outcome, int, int], None] | None, total: int
           ) -> tuple[list[Outcome], list[int]]:
-    """The outcomes of the submissions that are current (kept, each reported), and the
-    indices of those to grade (all of them with `force`; with `only`, those students')."""
+    """The current submissions' outcomes (kept, each reported) and the indices of the others."""
     fingerprint = grader_fingerprint(plan)
     todo: list[int] = []
     outcomes: list[Outcome] = []
@@ -125,8 +124,7 @@ def _kept(out_dir: Path, plan: Plan, force: bool, only: set[str] | None,
 
 def _run_tasks(tasks: _Tasks, todo: list[int], jobs: int, outcomes: list[Outcome],
                report: Callable[[Outcome, int, int], None] | None, total: int) -> None:
-    """Runs the tasks of `todo`, `jobs` at a time, adding each outcome to `outcomes` (and
-    reporting it) as it ends; an interrupt is passed on to the tasks, then raised."""
+    """Runs the tasks of `todo`, `jobs` at a time, each outcome kept and reported as it ends."""
     with cf.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(tasks.one, i) for i in todo]
         try:
@@ -156,8 +154,7 @@ class _Tasks:
         self.guard = threading.Lock()
 
     def one(self, i: int) -> Outcome:
-        """Grades submission `i` in a task process, in a free build folder, its output in
-        the student's grade.log; the outcome its stamp records."""
+        """Grades submission `i` in a task process and a free build folder; what it stamped."""
         plan, out_dir = self.plan, self.out_dir
         sub = plan.submissions[i]
         slot = self.slots.get()

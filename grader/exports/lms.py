@@ -149,8 +149,7 @@ def join_roster(gradebook: list[dict[str, str]], roster: list[dict[str, str]],
 
 def _roster_keys(people: list[dict[str, str]]
                  ) -> tuple[dict[tuple[str, str], list[int]], dict[str, list[int]]]:
-    """The roster's rows by their ids ((field, value), compared as _id_value compares them)
-    and by the spellings of their names (_name_forms)."""
+    """The roster's rows by their ids ((field, _id_value)) and by their names' _name_forms."""
     by_id: dict[tuple[str, str], list[int]] = {}
     by_name: dict[str, list[int]] = {}
     for i, person in enumerate(people):
@@ -173,9 +172,7 @@ def _match_rows(gradebook: list[dict[str, str]], downloads: dict[str, dict[str, 
                 by_id: dict[tuple[str, str], list[int]], by_name: dict[str, list[int]],
                 where: list[str], missing: list[str], problems: list[str]
                 ) -> tuple[list[int | None], dict[int, str]]:
-    """Each gradebook row's roster row (None: no row, or several) and the student each
-    roster row went to; the students no row matches are added to `missing`, and the rows
-    that match several, or a roster row two students match, to `problems`."""
+    """The roster row of each gradebook row (None: none, or several) and the student of each."""
     taken: dict[int, str] = {}
     matched: list[int | None] = []
     for row in gradebook:
@@ -202,9 +199,7 @@ def _match_rows(gradebook: list[dict[str, str]], downloads: dict[str, dict[str, 
 
 def _candidates(student: str, info: dict[str, Any], by_id: dict[tuple[str, str], list[int]],
                 by_name: dict[str, list[int]]) -> tuple[set[int], str]:
-    """The roster rows a gradebook row's student (with their download's `info`) matches, and
-    what matched, as a message says it: the first of the LMS id, the student's folder name
-    or login as an id, and their names that finds anyone."""
+    """The roster rows a student matches, and by what: LMS id, then folder or login, then names."""
     tiers = [
         [("id", info.get("lms_id", ""))] if info.get("lms_id") else [],
         [(f, v) for v in (student, info.get("name", "")) if v for f in ID_FIELDS],
@@ -226,8 +221,7 @@ def _candidates(student: str, info: dict[str, Any], by_id: dict[tuple[str, str],
 def _joined_rows(gradebook: list[dict[str, str]], matched: list[int | None],
                  downloads: dict[str, dict[str, Any]], people: list[dict[str, str]],
                  taken: dict[int, str]) -> list[dict[str, str]]:
-    """The gradebook's rows with their identities (the download's, then the roster row's),
-    then a "no submission" row for each roster student no row matched."""
+    """The gradebook's rows with their ids, then a "no submission" row per roster student left."""
     out = []
     for row, index in zip(gradebook, matched):
         info = downloads.get(row.get("student", ""), {})
