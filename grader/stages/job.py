@@ -1,6 +1,6 @@
 """What the stages of one lab need: the grade's trees (Trees, made once per grade by
-prepare.py) and the lab's own settings (LabJob), and the student's build (StudentBuild,
-build.py's result, here because a LabJob holds one made ahead by build.together)."""
+prepare.py), the lab's own settings (LabJob) and the student's build (StudentBuild, build.py's
+result, here because a LabJob holds one that build.together made ahead)."""
 
 from __future__ import annotations
 
