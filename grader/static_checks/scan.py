@@ -41,9 +41,11 @@ class _NamespaceScan:
         self.aliases: dict[str, str] = {}
 
     def at(self, k: int) -> str:
+        """The text of token `k` ("" outside the tokens)."""
         return self.toks[k].text if 0 <= k < len(self.toks) else ""
 
     def flag(self, t: Tok, ns: str, what: str) -> None:
+        """A violation at `t`: `what` opens or defines names in the protected namespace `ns`."""
         self.facts.touched_namespaces.add(ns)
         self.found.append(Violation(
             "source", what, f"{self.display}:{t.line}",

@@ -140,6 +140,7 @@ class _Once:
         self.keys: set[tuple[str, str]] = set()
 
     def add(self, key: tuple[str, str], violation: Violation) -> None:
+        """Adds `violation` unless one was added for `key` already."""
         if key not in self.keys:
             self.keys.add(key)
             self.report.violations.append(violation)
