@@ -33,7 +33,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(
+    parser: argparse.ArgumentParser = Parser(
         prog="python3 -m grader",
         description="CUDA Memory Labs grader: check your work, grade submissions, keep the "
                     "skeletons in sync.")

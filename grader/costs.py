@@ -83,9 +83,10 @@ def started(cmd: list[str]) -> None:
         current[0]._started(current[1], cmd)
 
 
-def run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess:
+def run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
     """subprocess.run(cmd, **kwargs), counted as `started`: for the grader's own short
-    programs that need no sandbox (the static checks' nvcc, readelf, c++filt)."""
+    programs that need no sandbox (the static checks' nvcc, readelf, c++filt), their output
+    read as text (each caller passes text=True)."""
     started(cmd)
     return subprocess.run(cmd, **kwargs)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from typing import Iterable
+from typing import Iterable, Mapping
 
 TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
@@ -48,7 +48,7 @@ def plain_cell(text: str) -> str:
     return text[1:] if text[:1] == "'" and needs_quote(text[1:]) else text
 
 
-def to_csv(rows: Iterable[dict], columns: list[str]) -> str:
+def to_csv(rows: Iterable[Mapping[str, object]], columns: list[str]) -> str:
     """The CSV text of `rows` (dicts; keys outside `columns` left out, missing ones empty),
     the header and every cell passed through safe_cell."""
     buf = io.StringIO()

@@ -15,6 +15,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .result import LabResult
 
@@ -84,7 +85,9 @@ class Secrets:
             lab.build.output = self.scrub(lab.build.output)
 
 
-def _scrub_value(value, secrets: Secrets):
+def _scrub_value(value: Any, secrets: Secrets) -> Any:
+    """`value` (a record's JSON: texts, and lists and tables of them) with every text
+    scrubbed."""
     if isinstance(value, str):
         return secrets.scrub(value)
     if isinstance(value, list):

@@ -44,7 +44,7 @@ def run_all(tasks: Sequence[Callable[[], T]], limit: int | None = None,
     if limit == 1:
         return [task() for task in tasks]  # in the caller's thread, as serial code does
     stop = stop if stop is not None else threading.Event()
-    results: list = [None] * len(tasks)
+    results: dict[int, T] = {}  # by the task's index
     errors: list[BaseException | None] = [None] * len(tasks)
     todo = iter(range(len(tasks)))
     guard = threading.Lock()
@@ -77,7 +77,7 @@ def run_all(tasks: Sequence[Callable[[], T]], limit: int | None = None,
     for err in errors:
         if err is not None:
             raise err  # only a Stopped: someone else set `stop`
-    return results
+    return [results[i] for i in range(len(tasks))]
 
 
 # How long the main thread waits for other threads at a time. Python runs a signal's handler
@@ -87,7 +87,7 @@ def run_all(tasks: Sequence[Callable[[], T]], limit: int | None = None,
 WAIT_SLICE_S = 0.2
 
 
-def as_completed(futures: list[cf.Future]) -> Iterator[cf.Future]:
+def as_completed(futures: list[cf.Future[T]]) -> Iterator[cf.Future[T]]:
     """cf.as_completed (each future once it is done, in the order given among those done
     together), waking every WAIT_SLICE_S so that a pending interrupt is raised."""
     pending = set(futures)

@@ -23,6 +23,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Callable
 
 from . import __version__, leaks, parallel, sandbox
@@ -125,7 +126,7 @@ def grade(opts: Options, result: GradeResult | None = None) -> GradeResult:
 
 def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
               why_no_gpu: str, sections: LabSections) -> None:
-    say = lambda text: _say(opts, text)
+    say: Callable[[str], None] = lambda text: _say(opts, text)
     grade_costs = Meter()
     try:
         with grade_costs.stage("prepare"):
@@ -139,7 +140,7 @@ def _grade_in(work: Path, opts: Options, result: GradeResult, has_gpu: bool,
 def _grade_ready(ready: prepare.Prepared, work: Path, opts: Options, result: GradeResult,
                  has_gpu: bool, why_no_gpu: str, sections: LabSections,
                  grade_costs: Meter) -> None:
-    say = lambda text: _say(opts, text)
+    say: Callable[[str], None] = lambda text: _say(opts, text)
     result.sandbox = ready.sandbox
     result.errors += ready.errors
     if ready.trees is None:
@@ -227,7 +228,7 @@ def _grade_labs(labs: list[_LabRun], result: GradeResult, src: Path,
             _finish_lab(run, time.monotonic() - start, src, folders, result)
 
     pool = ThreadPoolExecutor(max_workers=lab_workers(len(labs)), thread_name_prefix="cml-lab")
-    futures: list[Future] = []
+    futures: list[Future[None]] = []
     try:  # the interrupt may come at any line, submitting included
         for run in labs:
             futures.append(pool.submit(one, run))
@@ -288,7 +289,7 @@ def grader_failed(err: BaseException, where: str = "") -> str:
     return (f"{where}: " if where else "") + f"the grader failed: {type(err).__name__}: {err}"
 
 
-def interrupt_handler(signum, _frame) -> None:
+def interrupt_handler(signum: int, _frame: FrameType | None) -> None:
     """For SIGINT and SIGTERM while grading: stop the children, unwind."""
     sandbox.kill_all()
     raise Interrupted(f"signal {signum}")
@@ -298,7 +299,7 @@ class TimeLimit(Interrupted):
     """The wall-clock limit given to grade_submission was reached (SIGALRM)."""
 
 
-def _on_alarm(signum, _frame) -> None:
+def _on_alarm(signum: int, _frame: FrameType | None) -> None:
     sandbox.kill_all()
     raise TimeLimit("the wall-clock limit per submission was reached")
 

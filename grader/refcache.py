@@ -28,7 +28,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from . import linking, workspace
 from .paths import LabPaths
@@ -304,7 +304,8 @@ class Cache:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def info(self) -> list[dict]:
+    def info(self) -> list[dict[str, Any]]:
+        """Each entry's record (its ENTRY_FILE), with the bytes it holds."""
         out = []
         for d in sorted((self.root / "entries").glob("*")):
             try:

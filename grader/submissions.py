@@ -26,6 +26,7 @@ import shutil
 import unicodedata
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .paths import LabPaths
 from .rubric import RubricError, load_rubric
@@ -230,7 +231,7 @@ class Staging:
     by_name: dict[str, str] = field(default_factory=dict)  # student_files_by_name
 
     @property
-    def info(self) -> dict[str, dict]:
+    def info(self) -> dict[str, dict[str, Any]]:
         return {d.student: asdict(d) for d in self.downloads if d.source != "folders"}
 
 
@@ -304,13 +305,15 @@ def _read_folders(source: Path, by_name: dict[str, str]) -> Staging:
     return Staging(source, "folders", downloads, by_name=by_name)
 
 
-def read_info(out_dir: Path) -> dict[str, dict]:
+def read_info(out_dir: Path) -> dict[str, dict[str, Any]]:
     """The students of a staged download (`lms.json`), {} when the batch had none."""
     try:
         data = json.loads((Path(out_dir) / STAGED / INFO_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return data.get("students", {}) if "students" in data else data
+    students: dict[str, dict[str, Any]] = (data.get("students", {}) if "students" in data
+                                           else data)
+    return students
 
 
 __all__ = ["Download", "student_files_by_name", "stage_flat", "stage_download", "layout",

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 CUDA_BIN_DIRS = ("/usr/local/cuda/bin", "/opt/cuda/bin")
 
@@ -60,7 +61,7 @@ class Gpu:
     mem_clock_mhz: int | None = None
     temperature_c: int | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 

@@ -7,7 +7,7 @@ import json
 import statistics
 from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from .. import csvsafe
 from ..atomic import write_all
@@ -16,7 +16,7 @@ from ..result import (BUILD_TIMEOUT, COMPILE_ERROR, CRASHED, ERROR, FAILED, GRAD
                       NO_SUBMISSION, NOT_CONFIGURED, STATIC_VIOLATION, TIMEOUT, GradeResult)
 from .fingerprint import grader_fingerprint
 from . import regrade_rules, regrades
-from .plan import PLAN_SCHEMA, TIMED_OUT, Plan, Stamp, load_result, read_stamp
+from .plan import PLAN_SCHEMA, TIMED_OUT, Plan, Stamp, Submission, load_result, read_stamp
 
 FAILURE_KINDS = ("grader error", "timeout", "no submission", "compile error",
                  "static violation", "crash", "wrong results")
@@ -50,7 +50,7 @@ def failure_kind(result: GradeResult, lab_name: str, stamp: Stamp | None) -> str
     return None
 
 
-def collect(out_dir: Path) -> dict:
+def collect(out_dir: Path) -> dict[str, Any]:
     """Writes gradebook.csv, summary.md and manifest.json from the tasks' results; returns
     the manifest."""
     out_dir = Path(out_dir).resolve()
@@ -58,7 +58,7 @@ def collect(out_dir: Path) -> dict:
     files: dict[Path, str | None] = {}  # everything this collect writes, written as one
     overrides = regrades.apply_overrides(out_dir, plan, files)
     rows: list[dict[str, str]] = []
-    manifest: dict = {"schema": PLAN_SCHEMA, "grader": grader_fingerprint(plan),
+    manifest: dict[str, Any] = {"schema": PLAN_SCHEMA, "grader": grader_fingerprint(plan),
                       "labs": plan.labs, "seed": plan.seed, "students": {}}
     scores: dict[str, list[float]] = {lab: [] for lab in plan.labs}
     maxima: dict[str, float] = {}
@@ -136,7 +136,7 @@ def _pin_names(plan: Plan) -> list[str]:
     return names + (["fetched_at"] if any(s.fetched_at for s in plan.submissions) else [])
 
 
-def _pin_columns(plan: Plan, sub) -> dict[str, str]:
+def _pin_columns(plan: Plan, sub: Submission) -> dict[str, str]:
     return {name: getattr(sub, name) or "" for name in _pin_names(plan)}
 
 

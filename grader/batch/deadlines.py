@@ -21,7 +21,7 @@ import tarfile
 from dataclasses import dataclass
 from datetime import datetime, time as dtime
 from pathlib import Path
-from typing import Mapping
+from typing import Literal, Mapping, overload
 
 
 class DeadlineError(ValueError):
@@ -62,13 +62,20 @@ class Commit:
     time: datetime  # committer date
 
 
-def _git(repo: Path, *args: str, binary: bool = False):
+@overload
+def _git(repo: Path, *args: str, binary: Literal[False] = False) -> str: ...
+@overload
+def _git(repo: Path, *args: str, binary: Literal[True]) -> bytes: ...
+
+
+def _git(repo: Path, *args: str, binary: bool = False) -> str | bytes:
     proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
                           text=not binary, timeout=120)
     if proc.returncode != 0:
         err = proc.stderr if not binary else proc.stderr.decode(errors="replace")
         raise DeadlineError(f"git {' '.join(args)} in {repo}: {err.strip()}")
-    return proc.stdout
+    out: str | bytes = proc.stdout  # text, or bytes where `binary`
+    return out
 
 
 def is_git(path: Path) -> bool:

@@ -16,7 +16,7 @@ from ..rubric import RubricError, load_rubric
 from .plan import Plan, Submission
 
 
-def _hash_files(paths: list[Path], root: Path, h) -> None:
+def _hash_files(paths: list[Path], root: Path, h: hashlib._Hash) -> None:
     for path in sorted(paths):
         h.update(str(path.relative_to(root)).encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())
@@ -24,8 +24,9 @@ def _hash_files(paths: list[Path], root: Path, h) -> None:
 
 def grader_fingerprint(plan: Plan) -> str:
     """The grader's version and a digest of everything that decides a grade apart from the
-    student's files: the grader's Python code and its static checks' allow-list, the build files, the common library and the
-    graded labs' rubric, tests, interface, given code and reference."""
+    student's files: the grader's Python code and its static checks' allow-list, the build
+    files, the common library and the graded labs' rubric, tests, interface, given code and
+    reference."""
     root = Path(plan.repo)
     h = hashlib.sha256(pipeline.GRADER_VERSION.encode())
     files = grading_modules(root / "grader") + [root / "grader" / "allowlist.toml"]

@@ -51,7 +51,7 @@ def split_list(text: str | Iterable[str] | None) -> list[str]:
     return [x.strip() for item in items for x in item.split(",") if x.strip()]
 
 
-def student_status(result: dict | None, stamp_status: str | None) -> str:
+def student_status(result: dict[str, Any] | None, stamp_status: str | None) -> str:
     """The gradebook's `status` of a student, one of STUDENT_STATUSES: "not graded yet"
     without a result, "no submission" when none of the graded labs had its file, else the
     stamp's (graded, timeout, error, interrupted)."""
@@ -64,7 +64,7 @@ def student_status(result: dict | None, stamp_status: str | None) -> str:
     return stamp_status or "graded"
 
 
-def lab_status(lab: dict) -> str:
+def lab_status(lab: dict[str, Any]) -> str:
     """The gradebook's per-lab status, one of LAB_STATUSES (grader/README.md,
     "Statuses in the gradebook"): no submission, review, provisional, not measured or
     complete, the first that applies."""
@@ -81,7 +81,7 @@ def lab_status(lab: dict) -> str:
     return "complete"
 
 
-def student_statuses(result: dict | None, stamp_status: str | None) -> set[str]:
+def student_statuses(result: dict[str, Any] | None, stamp_status: str | None) -> set[str]:
     """The statuses `--only-status` can pick a student by: their student_status (and, with
     no result, the stamp's: error, interrupted) and the status of each of their labs
     (LAB_STATUSES, lab_status)."""
@@ -160,7 +160,7 @@ def rubric_maxima(rubric: Any) -> dict[tuple[str, str], float]:
     return out
 
 
-def _totals(result: dict) -> None:
+def _totals(result: dict[str, Any]) -> None:
     for lab in result.get("labs", []):
         lab["points"] = _round(sum(p["points"] for p in lab["parts"]))
         lab["max_points"] = _round(sum(p["max_points"] for p in lab["parts"]))
@@ -168,7 +168,7 @@ def _totals(result: dict) -> None:
     result["max_points"] = _round(sum(lab["max_points"] for lab in result.get("labs", [])))
 
 
-def rescore(result: dict, rubrics: dict[str, Any]) -> dict:
+def rescore(result: dict[str, Any], rubrics: dict[str, Any]) -> dict[str, Any]:
     """A copy of `result` with each lab's parts re-scaled to the new rubric's points
     (earned * new max / old max; every score the grader gives is proportional to the
     part's points, so this is what grading again would give). `rubrics` maps a lab folder
@@ -261,8 +261,8 @@ def _lab_matches(folder: str, lab: str) -> bool:
     return folder == lab or folder.split("_")[0] == lab.zfill(2)
 
 
-def apply_overrides(result: dict, student: str, overrides: list[Override]
-                    ) -> tuple[dict, list[str]]:
+def apply_overrides(result: dict[str, Any], student: str, overrides: list[Override]
+                    ) -> tuple[dict[str, Any], list[str]]:
     """A copy of `result` with the student's overrides applied (the part's points set, its
     reason saying who changed it and why, `details.override` the points it had), and the
     notes to show the student. An override naming no lab or part of the result, or points
@@ -295,14 +295,14 @@ def apply_overrides(result: dict, student: str, overrides: list[Override]
 
 # --------------------------------------------------------------------------- history
 
-def history_entry(result: dict, reason: str, when: str | None = None) -> dict:
+def history_entry(result: dict[str, Any], reason: str, when: str | None = None) -> dict[str, Any]:
     return {"time": when or time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "labs": {lab["lab"]: lab["points"] for lab in result.get("labs", [])},
             "points": result.get("points"), "max_points": result.get("max_points"),
             "reason": reason}
 
 
-def append_history(student_dir: Path, entry: dict) -> Path:
+def append_history(student_dir: Path, entry: dict[str, Any]) -> Path:
     """Appends one line to `<student_dir>/history.jsonl` (never rewrites it)."""
     path = Path(student_dir) / HISTORY_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -312,7 +312,7 @@ def append_history(student_dir: Path, entry: dict) -> Path:
     return path
 
 
-def read_history(student_dir: Path) -> list[dict]:
+def read_history(student_dir: Path) -> list[dict[str, Any]]:
     path = Path(student_dir) / HISTORY_FILE
     try:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

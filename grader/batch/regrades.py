@@ -12,6 +12,7 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from . import deadlines, integrity, regrade_rules
 from .. import workspace
@@ -173,11 +174,12 @@ def chosen(out_dir: Path, plan: Plan, only: str | None, only_status: str | None)
 
 # --------------------------------------------------------------------------- results
 
-def _read_json(path: Path) -> dict | None:
+def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(path.read_text())
+        data: dict[str, Any] = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    return data
 
 
 def rescore(out_dir: Path) -> list[str]:
@@ -280,7 +282,7 @@ def apply_overrides(out_dir: Path, plan: Plan,
     return notes
 
 
-def _result_files(plan: Plan, student_dir: Path, data: dict,
+def _result_files(plan: Plan, student_dir: Path, data: dict[str, Any],
                   files: dict[Path, str | None]) -> None:
     """result.json and the plan's exports of `data`, as texts to write."""
     result = GradeResult.from_dict(data)
@@ -291,7 +293,8 @@ def _result_files(plan: Plan, student_dir: Path, data: dict,
         files[student_dir / path] = make(result)
 
 
-def _history_file(student_dir: Path, entry: dict, files: dict[Path, str | None]) -> None:
+def _history_file(student_dir: Path, entry: dict[str, Any],
+                  files: dict[Path, str | None]) -> None:
     """The history with one line more (written whole with the other files; the lines
     before are kept as they are)."""
     path = student_dir / regrade_rules.HISTORY_FILE

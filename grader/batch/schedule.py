@@ -15,7 +15,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from types import FrameType
+from typing import Callable, NoReturn, TypeAlias
 
 from .. import sandbox
 from ..parallel import as_completed
@@ -78,10 +79,32 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
     those students alone are looked at (the others are left as they are)."""
     out_dir = Path(out_dir).resolve()
     plan = Plan.load(out_dir)
+    total = len(plan.submissions) if only is None else len(only)
+    outcomes, todo = _kept(out_dir, plan, force, only, report, total)
+    if not todo:
+        return outcomes
+    root = work_root(out_dir)
+    tasks = _Tasks(plan, out_dir, force, [root / f"slot-{k}"
+                                          for k in range(max(1, min(jobs, len(todo))))])
+    main = threading.current_thread() is threading.main_thread()
+    saved = listen() if main else None
+    try:
+        _run_tasks(tasks, todo, jobs, outcomes, report, total)
+    finally:
+        if saved is not None:
+            restore(saved)
+    if not keep_work:
+        shutil.rmtree(root, ignore_errors=True)
+    return outcomes
+
+
+def _kept(out_dir: Path, plan: Plan, force: bool, only: set[str] | None,
+          report: Callable[[Outcome, int, int], None] | None, total: int
+          ) -> tuple[list[Outcome], list[int]]:
+    """The current submissions' outcomes (kept, each reported) and the indices of the others."""
     fingerprint = grader_fingerprint(plan)
     todo: list[int] = []
     outcomes: list[Outcome] = []
-    total = len(plan.submissions) if only is None else len(only)
     for i, sub in enumerate(plan.submissions):
         if only is not None and sub.student not in only:
             continue
@@ -96,33 +119,58 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
                 report(outcome, len(outcomes), total)
         else:
             todo.append(i)
-    if not todo:
-        return outcomes
-    root = work_root(out_dir)
-    slots: "queue.Queue[Path]" = queue.Queue()
-    for k in range(max(1, min(jobs, len(todo)))):
-        slots.put(root / f"slot-{k}")
+    return outcomes, todo
 
-    live: dict[int, subprocess.Popen] = {}
-    stopping = threading.Event()
-    guard = threading.Lock()
 
-    def one(i: int) -> Outcome:
+def _run_tasks(tasks: _Tasks, todo: list[int], jobs: int, outcomes: list[Outcome],
+               report: Callable[[Outcome, int, int], None] | None, total: int) -> None:
+    """Runs the tasks of `todo`, `jobs` at a time, each outcome kept and reported as it ends."""
+    with cf.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(tasks.one, i) for i in todo]
+        try:
+            for future in as_completed(futures):
+                outcome = future.result()
+                outcomes.append(outcome)
+                if report:
+                    report(outcome, len(outcomes), total)
+        except KeyboardInterrupt:
+            # the tasks run in their own sessions: pass the signal on, so each one stops
+            # its children and writes what it knows (graded again on the next run)
+            tasks.stop(futures)
+            raise
+
+
+class _Tasks:
+    """The task processes of a local batch: the build folders free for the next one
+    (`slots`), and those running now, so that an interrupt reaches each."""
+
+    def __init__(self, plan: Plan, out_dir: Path, force: bool, slots: list[Path]) -> None:
+        self.plan, self.out_dir, self.force = plan, out_dir, force
+        self.slots: queue.Queue[Path] = queue.Queue()
+        for slot in slots:
+            self.slots.put(slot)
+        self.live: dict[int, subprocess.Popen[bytes]] = {}
+        self.stopping = threading.Event()
+        self.guard = threading.Lock()
+
+    def one(self, i: int) -> Outcome:
+        """Grades submission `i` in a task process and a free build folder; what it stamped."""
+        plan, out_dir = self.plan, self.out_dir
         sub = plan.submissions[i]
-        slot = slots.get()
+        slot = self.slots.get()
         start = time.monotonic()
         started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         log = out_dir / sub.student / "grade.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with guard:
-                if stopping.is_set():
+            with self.guard:
+                if self.stopping.is_set():
                     return Outcome(sub.student, INTERRUPTED, None, None, 0.0)
                 f = log.open("w")
-                cmd = task_command(out_dir, i, slot) + (["--force"] if force else [])
+                cmd = task_command(out_dir, i, slot) + (["--force"] if self.force else [])
                 proc = subprocess.Popen(cmd, cwd=plan.repo, stdout=f, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, start_new_session=True)
-                live[i] = proc
+                self.live[i] = proc
             with f:
                 # the task stops itself at the limit; this is the backstop (GPU waits excluded
                 # there, so allow for them here)
@@ -130,10 +178,10 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
                     proc.wait(timeout=plan.timeout * 3 + 300)
                 except subprocess.TimeoutExpired:
                     _stop(proc)
-            with guard:
-                live.pop(i, None)
+            with self.guard:
+                self.live.pop(i, None)
         finally:
-            slots.put(slot)
+            self.slots.put(slot)
         stamp = read_stamp(out_dir, sub.student)
         seconds = time.monotonic() - start
         if stamp is None or stamp.finished < started:  # the task died before its stamp
@@ -141,46 +189,30 @@ def run_local(out_dir: Path, jobs: int, force: bool = False, keep_work: bool = F
         return Outcome(sub.student, stamp.status, stamp.points, stamp.max_points, seconds,
                        *_lab_points(out_dir, sub.student))
 
-    main = threading.current_thread() is threading.main_thread()
-    saved = listen() if main else None
-    try:
-        with cf.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = [pool.submit(one, i) for i in todo]
-            try:
-                for future in as_completed(futures):
-                    outcome = future.result()
-                    outcomes.append(outcome)
-                    if report:
-                        report(outcome, len(outcomes), total)
-            except KeyboardInterrupt:
-                # the tasks run in their own sessions: pass the signal on, so each one stops
-                # its children and writes what it knows (graded again on the next run)
-                with guard:
-                    stopping.set()
-                    for f in futures:
-                        f.cancel()
-                    for proc in live.values():
-                        try:
-                            os.killpg(proc.pid, signal.SIGTERM)
-                        except ProcessLookupError:
-                            pass
-                raise
-    finally:
-        if saved is not None:
-            restore(saved)
-    if not keep_work:
-        shutil.rmtree(root, ignore_errors=True)
-    return outcomes
+    def stop(self, futures: list[cf.Future[Outcome]]) -> None:
+        """An interrupt passed on: no task starts, and each running one gets SIGTERM."""
+        with self.guard:
+            self.stopping.set()
+            for f in futures:
+                f.cancel()
+            for proc in self.live.values():
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# A signal's handler as signal.signal takes and returns it: a function, SIG_DFL or SIG_IGN,
+# or None (one not set from Python).
+Handler: TypeAlias = "Callable[[int, FrameType | None], object] | int | signal.Handlers | None"
 
 
-def _on_stop(signum, _frame):
+def _on_stop(signum: int, _frame: FrameType | None) -> NoReturn:
     raise KeyboardInterrupt
 
 
-def listen() -> tuple[dict, set]:
+def listen() -> tuple[dict[signal.Signals, Handler], set[int]]:
     """Makes SIGINT and SIGTERM interrupt the batch (KeyboardInterrupt in the main thread),
     before any worker thread or task starts: whatever the batch inherited (SIGINT ignored,
     as a shell leaves a background job, or either signal blocked by the process that started
@@ -189,14 +221,14 @@ def listen() -> tuple[dict, set]:
     return handlers, signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
-def restore(saved: tuple[dict, set]) -> None:
+def restore(saved: tuple[dict[signal.Signals, Handler], set[int]]) -> None:
     handlers, mask = saved
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     for s, handler in handlers.items():
         signal.signal(s, handler)
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _stop(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM (the task then kills its children and writes what it knows), then SIGKILL."""
     try:
         os.killpg(proc.pid, signal.SIGTERM)

@@ -16,10 +16,11 @@ from . import regrade_rules
 from ..atomic import write_atomic
 from ..exports import write_exports
 from ..gpu import pool_for
+from ..result import GradeResult
 from .fingerprint import grader_fingerprint, submission_key
 from .node import node_problem
 from .plan import (GRADED, GRADER_ERROR, INTERRUPTED, STAMP_FILE, TIMED_OUT, BatchError, Plan,
-                   Stamp, is_current)
+                   Stamp, Submission, is_current)
 
 
 def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: bool = False,
@@ -63,8 +64,9 @@ def run_task(out_dir: Path, index: int, work_dir: Path | None = None, force: boo
                    lock.waited, say)
 
 
-def _finish(out_dir: Path, plan: Plan, sub, result, status: str, hashes: dict, key: str,
-            seconds: float, waited: float, log: Callable[[str], None]) -> Stamp:
+def _finish(out_dir: Path, plan: Plan, sub: Submission, result: GradeResult, status: str,
+            hashes: dict[str, str], key: str, seconds: float, waited: float,
+            log: Callable[[str], None]) -> Stamp:
     """Writes the result, the exports, the stamp and a line of the student's history."""
     student_dir = out_dir / sub.student
     result.submission = sub.source or sub.path

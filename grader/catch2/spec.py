@@ -9,6 +9,7 @@ with `*` at either end, `~` (and `exclude:`) negation, `,` for "or", adjacent te
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Spec:
     text: str
     filters: tuple[tuple[Term, ...], ...] = field(default=())
 
-    def matches(self, name: str, tags) -> bool:
+    def matches(self, name: str, tags: Iterable[str]) -> bool:
         """True when the case (its name and tags, with or without brackets) is selected."""
         tagset = frozenset(t.strip("[]").lower() for t in tags)
         if not self.filters:
@@ -122,7 +123,7 @@ def parse_spec(text: str) -> Spec:
     return Spec(text, tuple(filters))
 
 
-def spec_matches(spec: str, name: str, tags) -> bool:
+def spec_matches(spec: str, name: str, tags: Iterable[str]) -> bool:
     return parse_spec(spec).matches(name, tags)
 
 

@@ -11,10 +11,12 @@ task writing the student's whole log to `<out>/<student>/grade.log`.
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 NO_GRES = ("", "none", "no", "0")
 LOG_NAME = "grade.log"
@@ -294,11 +296,12 @@ def check_partition(options: SlurmOptions, partition_text: str,
 
 # --------------------------------------------------------------------------- the command line
 
-def add_arguments(parser, one_job: bool = False) -> None:
+def add_arguments(parser: argparse._ActionsContainer, one_job: bool = False) -> None:
     """The options `batch --slurm` lacks today (it has --slurm-time in seconds,
-    --slurm-cpus, --slurm-parallel and --sbatch); `from_args` reads them all. `one_job`:
-    the words of `check --slurm` and `grade --slurm` (cluster/job_submit.py), one job whose
-    options left out are the course file's, checked before it is submitted."""
+    --slurm-cpus, --slurm-parallel and --sbatch), on `parser` or one of its argument groups;
+    `from_args` reads them all. `one_job`: the words of `check --slurm` and `grade --slurm`
+    (cluster/job_submit.py), one job whose options left out are the course file's, checked
+    before it is submitted."""
     if one_job:
         each, default = "for the job", "default: the course file's"
         no_check = "submit the job without checking its options against scontrol first"
@@ -322,7 +325,7 @@ def add_arguments(parser, one_job: bool = False) -> None:
     parser.add_argument("--slurm-no-check", action="store_true", help=no_check)
 
 
-def from_args(args, timeout: float) -> SlurmOptions:
+def from_args(args: argparse.Namespace, timeout: float) -> SlurmOptions:
     """SlurmOptions from the parsed command line (attributes missing: the defaults)."""
     seconds = getattr(args, "slurm_time", None) or timeout + 900
     return SlurmOptions(gres=getattr(args, "slurm_gres", "gpu:1"),
@@ -335,7 +338,9 @@ def from_args(args, timeout: float) -> SlurmOptions:
                         extra=list(getattr(args, "sbatch", []) or []))
 
 
-def check_here(options: SlurmOptions, run=None) -> tuple[list[str], str]:
+def check_here(options: SlurmOptions,
+               run: Callable[[list[str]], tuple[int, str]] | None = None
+               ) -> tuple[list[str], str]:
     """Runs `scontrol show partition` (the named one, else the default) and `scontrol show
     node` of its nodes, and checks the options: (errors, note). Without scontrol (writing
     the scripts on a machine outside the cluster) nothing is checked and the note says so."""

@@ -8,6 +8,7 @@ import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, TypeAlias
 
 from .. import pipeline, refcache
 from ..atomic import write_atomic
@@ -18,6 +19,10 @@ from ..pipeline import Interrupted, Progress, interrupt_handler
 from ..result import GradeResult
 
 DEFAULT_FORMATS = "gradescope,prairielearn,junit,markdown"
+
+# What every command's add_parser takes: the subcommands of build_parser (grader/__main__.py).
+# A string, as argparse's class of it cannot be subscripted when the grader runs.
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def choose_labs(keys: list[str]) -> list[LabPaths]:
@@ -105,13 +110,13 @@ def add_format_flag(p: argparse.ArgumentParser, help_text: str) -> None:
 class Interrupts:
     """SIGINT/SIGTERM raise Interrupted (children killed first) while grading."""
 
-    def __enter__(self):
+    def __enter__(self) -> Interrupts:
         self.saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
         for s in self.saved:
             signal.signal(s, interrupt_handler)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         for s, handler in self.saved.items():
             signal.signal(s, handler)
         return False

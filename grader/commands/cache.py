@@ -10,12 +10,12 @@ import time
 
 from .. import refcache
 from ..paths import ROOT
-from ._common import labs_or_say
+from ._common import Subcommands, labs_or_say
 
 HELP = "fill, list or clear the reference cache (the grader's reference executables)"
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("cache", help=HELP, description=HELP)
     p.add_argument("action", choices=("fill", "info", "clear"))
     p.add_argument("--labs", nargs="*", default=[],

@@ -20,8 +20,8 @@ from ..rubric import Rubric, RubricError, load_rubric
 from ..scoring import finish_unfinished, grade_totals, lab_totals
 from ..exports.common import wrap
 from ..exports.table import needs_gpu
-from ._common import (GradingFlags, add_grading_flags, grade_submission, labs_or_say, table,
-                      write_result)
+from ._common import (GradingFlags, Subcommands, add_grading_flags, grade_submission,
+                      labs_or_say, table, write_result)
 
 HELP = "grade your own work for the given labs and explain what fails"
 WORK = ROOT / ".grader" / "work"
@@ -29,7 +29,7 @@ LAST = ROOT / ".grader" / "last"
 MESSAGES = 6  # of a failing test case's messages, shown before its hint
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("check", help=HELP, description=HELP)
     p.add_argument("labs", nargs="+", help="lab numbers, e.g. 04 (or 4, or 04_tiled_matmul)")
     add_grading_flags(p, "rerun with the seed a failure printed (default: a fresh one)",

@@ -50,9 +50,9 @@ from ..exports import write_exports
 from ..paths import ROOT, LabPaths, discover_labs
 from ..result import GradeResult
 from ..rubric import RubricError, load_rubric
-from ..tools import query_gpus
-from ._common import (GradingFlags, add_grading_flags, grade_submission, labs_or_say, table,
-                      write_result)
+from ..tools import Gpu, query_gpus
+from ._common import (GradingFlags, Subcommands, add_grading_flags, grade_submission,
+                      labs_or_say, table, write_result)
 
 HELP = "grade the labs a pull request touches (GitHub Actions): summary, artifacts, comment"
 MARKER = "<!-- cml-grader -->"
@@ -64,7 +64,7 @@ NO_GPU = 3  # the exit status of --require-gpu without a usable GPU
 GradeFn = Callable[[Path, list[LabPaths], argparse.Namespace], tuple[GradeResult, int]]
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("ci", help=HELP, description=HELP)
     p.add_argument("--out", type=Path, default=Path("ci-results"),
                    help="where result.json, junit.xml, summary.md and report.html go "
@@ -113,14 +113,15 @@ class PullRequest:
 
 
 def read_event(env: Mapping[str, str]) -> PullRequest:
-    event: dict = {}
+    event: dict[str, Any] = {}
     path = env.get("GITHUB_EVENT_PATH")
     if path:
         try:
             event = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             event = {}
-    pr: dict = event["pull_request"] if isinstance(event.get("pull_request"), dict) else {}
+    pr: dict[str, Any] = (event["pull_request"] if isinstance(event.get("pull_request"), dict)
+                          else {})
     repository = (event.get("repository") or {}).get("full_name") or env.get(
         "GITHUB_REPOSITORY") or ""
     head = ((pr.get("head") or {}).get("repo") or {}).get("full_name") or ""
@@ -131,7 +132,7 @@ def read_event(env: Mapping[str, str]) -> PullRequest:
                        head, base.get("sha"), env.get("GITHUB_BASE_REF") or base.get("ref"))
 
 
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
                           timeout=120, check=False)
 
@@ -185,7 +186,8 @@ class GitHub:
         self.token = token
         self.timeout = timeout
 
-    def call(self, method: str, path: str, body: dict | None = None):
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """The JSON GitHub answers (None for an empty answer)."""
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(f"{self.api}{path}", data=data, method=method)
         request.add_header("Accept", "application/vnd.github+json")
@@ -198,8 +200,10 @@ class GitHub:
             text = response.read().decode("utf-8", errors="replace")
         return json.loads(text) if text.strip() else None
 
-    def find_comment(self, number: int) -> dict | None:
+    def find_comment(self, number: int) -> dict[str, Any] | None:
+        """The pull request's comment that holds MARKER (the first 50 pages of comments)."""
         page = 1
+        comment: dict[str, Any]  # each comment's JSON
         while page <= 50:
             comments = self.call("GET", f"/repos/{self.repository}/issues/{number}/comments"
                                         f"?per_page=100&page={page}")
@@ -327,7 +331,7 @@ def scope_note(result: GradeResult, graded: list[LabPaths], every: list[LabPaths
 
 def run(args: argparse.Namespace, env: Mapping[str, str] | None = None,
         grade_fn: GradeFn | None = None, root: Path = ROOT,
-        gpu_probe: Callable[[], tuple[list, str]] = query_gpus) -> int:
+        gpu_probe: Callable[[], tuple[list[Gpu], str]] = query_gpus) -> int:
     env = os.environ if env is None else env
     grade_fn = grade_fn or _grade
     submission = (args.submission or root).resolve()

@@ -7,12 +7,15 @@ import argparse
 import json
 import os
 import shutil
-from typing import Any, Mapping
+from pathlib import Path
+from typing import Any, Callable, Mapping, TypedDict
 
 from ..course import course_file
 from .. import confine, device_limits, sandbox
 from ..paths import ROOT
-from ..tools import find_catch2, find_nlohmann_json, probe_toolchain, query_gpus
+from ..tools import (Gpu, Toolchain, find_catch2, find_nlohmann_json, probe_toolchain,
+                     query_gpus)
+from ._common import Subcommands
 
 HELP = "show this machine's GPU(s) and tools, and what a missing one means for grading"
 
@@ -33,12 +36,10 @@ COSTS = {
 JSON_MIN = (3, 10)  # the top-level CMakeLists.txt's find_package(nlohmann_json 3.10)
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help=HELP, description=HELP)
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     return p
-
-
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,6 +66,27 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(found, indent=2))
         return 0 if _can_build(tc, json_version) else 1
 
+    _print_gpus(gpus, why)
+    _print_limits(limits)
+    _print_tools(tc, (catch_version, catch_where), (json_version, json_where))
+    _print_sandbox(isolation)
+    if tc.paths.get("ncu") and gpus and profiling is False:
+        print("  note  ncu is installed but GPU performance counters are restricted to admin "
+              "users: metrics will be 'not measured' unless the grader runs with access")
+    print("GPU feedback without a GPU here (grader/course.toml)")
+    for line in feedback_lines(feedback):
+        print(line)
+    if runner is not None:
+        print("This runner's job (GitHub Actions, a self-hosted runner)")
+        for line in runner_lines(runner):
+            print(line)
+    ok = _can_build(tc, json_version)
+    _print_verdict(ok, bool(gpus))
+    return 0 if ok else 1
+
+
+def _print_gpus(gpus: list[Gpu], why: str) -> None:
+    """doctor's "GPU" section: each GPU nvidia-smi sees, or why there is none."""
     print("GPU")
     if gpus:
         for g in gpus:
@@ -81,6 +103,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"  --    no CUDA device: {why}")
         print("        costs: GPU tests, memory safety, timing and profiler metrics are "
               "'not graded'; host tests and static checks still run")
+
+
+def _print_limits(limits: device_limits.Limits) -> None:
+    """doctor's "Device limits" section: the first GPU's, as the handouts name them."""
     print("Device limits (what the handouts ask for; names as in cudaDeviceProp)")
     if limits.values:
         for line in device_limits.lines(limits):
@@ -88,6 +114,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"  --    no CUDA GPU ({limits.error}): no limits to show; the handouts "
               "quote the grading H100's")
+
+
+def _print_tools(tc: Toolchain, catch2: tuple[str | None, str],
+                 nlohmann_json: tuple[str | None, str]) -> None:
+    """doctor's "Tools" section: each tool's version and path, or what its absence costs;
+    `catch2` and `nlohmann_json` are (version, where) as tools.py finds them."""
+    (catch_version, catch_where), (json_version, json_where) = catch2, nlohmann_json
     print("Tools")
     for name in ("cmake", "ninja", "nvcc", "g++", "nm", "compute-sanitizer", "ncu",
                  "nvidia-smi", "python3"):
@@ -111,6 +144,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"  ok    {'nlohmann-json':<18} {json_version:<12} {json_where}")
     else:
         print(f"  --    {'nlohmann-json':<18} not found by this check: {COSTS['nlohmann-json']}")
+
+
+def _print_sandbox(isolation: sandbox.Isolation) -> None:
+    """doctor's "Sandbox" section: how student code is contained here, or what is missing."""
     print("Sandbox")
     if isolation.jailed:
         print(f"  ok    student code is compiled and run in a jail ({isolation.tool}): no "
@@ -126,25 +163,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"  --    no jail: {isolation.why}")
         print("        costs: grading still works, with a scrubbed environment, limits and "
               "(as root) an unprivileged user only; result.json records this")
-    if tc.paths.get("ncu") and gpus and profiling is False:
-        print("  note  ncu is installed but GPU performance counters are restricted to admin "
-              "users: metrics will be 'not measured' unless the grader runs with access")
-    print("GPU feedback without a GPU here (grader/course.toml)")
-    for line in feedback_lines(feedback):
-        print(line)
-    if runner is not None:
-        print("This runner's job (GitHub Actions, a self-hosted runner)")
-        for line in runner_lines(runner):
-            print(line)
-    ok = _can_build(tc, json_version)
+
+
+def _print_verdict(can_build: bool, has_gpu: bool) -> None:
+    """doctor's "Verdict": what of a lab can be graded here."""
     print("Verdict")
-    if ok and gpus:
+    if can_build and has_gpu:
         print("  everything can be graded here")
-    elif ok:
+    elif can_build:
         print("  builds, host tests and static checks can be graded here; GPU parts cannot")
     else:
         print("  nothing can be built here until the missing required tools are installed")
-    return 0 if ok else 1
 
 
 PR_WORKFLOW = ".github/workflows/grade-student-prs.yml"  # the course repository's
@@ -152,7 +181,17 @@ RUNNER_WORKFLOW = "CML_RUNNER_WORKFLOW"  # set on the GPU runner: OWNER/REPO/<PR
 RUNNER_EVENTS = ("schedule", "workflow_dispatch")
 
 
-def runner_admission(env: Mapping[str, str]) -> dict | None:
+class RunnerJob(TypedDict):
+    """The job a self-hosted runner is running, as runner_admission finds it."""
+
+    workflow_ref: str | None  # OWNER/REPO/.github/workflows/F.yml@refs/heads/B
+    repository: str | None
+    event: str | None
+    expected: str | None  # the workflow the runner says it is for ($CML_RUNNER_WORKFLOW)
+    warnings: list[str]
+
+
+def runner_admission(env: Mapping[str, str]) -> RunnerJob | None:
     """Inside a GitHub Actions job on a self-hosted runner (None elsewhere): whether the job
     is the one the GPU runners' group should admit, as far as the job's environment shows:
     the repository and workflow the runner says it is for ($CML_RUNNER_WORKFLOW, set in the
@@ -189,7 +228,7 @@ def runner_admission(env: Mapping[str, str]) -> dict | None:
             "expected": expected or None, "warnings": warnings}
 
 
-def runner_lines(found: dict) -> list[str]:
+def runner_lines(found: RunnerJob) -> list[str]:
     """doctor's section on the job this runner is running."""
     lines = [f"        workflow {found['workflow_ref'] or '(unknown)'}, event "
              f"{found['event'] or '(unknown)'}"]
@@ -200,7 +239,25 @@ def runner_lines(found: dict) -> list[str]:
     return lines
 
 
-def gpu_feedback(root=ROOT, which=shutil.which) -> dict:
+class SlurmFeedback(TypedDict):
+    """The Slurm way to GPU feedback, as seen from here."""
+
+    sbatch: str | None  # its path, None when it is not here
+    partition: str | None  # the course file's, None for the cluster's default
+
+
+class GpuFeedback(TypedDict, total=False):
+    """The ways to GPU feedback (gpu_feedback): `error` alone beside `set_up_for` (None)
+    when the course file cannot be read."""
+
+    set_up_for: str | None  # the course file's gpu_path
+    error: str
+    slurm: SlurmFeedback
+    pr_runners: dict[str, bool]  # "workflow": the course's grading workflow is here
+
+
+def gpu_feedback(root: Path = ROOT,
+                 which: Callable[[str], str | None] = shutil.which) -> GpuFeedback:
     """The two ways to GPU feedback, and the one the course file sets this copy up for."""
     try:
         course = course_file.load(root)
@@ -211,14 +268,15 @@ def gpu_feedback(root=ROOT, which=shutil.which) -> dict:
             "pr_runners": {"workflow": (root / PR_WORKFLOW).is_file()}}
 
 
-def feedback_lines(found: dict) -> list[str]:
+def feedback_lines(found: GpuFeedback) -> list[str]:
     """doctor's "GPU feedback" section."""
     if found.get("error"):
         return [f"  --    {found['error']}"]
     chosen = found["set_up_for"]
+    assert chosen is not None  # None only beside an error
     lines = [f"  this copy is set up for: {course_file.GPU_PATHS[chosen]}"]
     slurm, runners = found["slurm"], found["pr_runners"]
-    mark = lambda path: " (this copy's)" if chosen == path else ""
+    mark: Callable[[str], str] = lambda path: " (this copy's)" if chosen == path else ""
     where = f"partition {slurm['partition']}" if slurm["partition"] else \
         "the cluster's default partition"
     if slurm["sbatch"]:
@@ -247,7 +305,7 @@ def _older(version: str | None, than: tuple[int, ...]) -> bool:
         return False
 
 
-def _can_build(tc, json_version: str | None) -> bool:
+def _can_build(tc: Toolchain, json_version: str | None) -> bool:
     """cmake, nvcc, g++ and an nlohmann-json the build takes (the top-level CMakeLists.txt
     refuses to configure without one)."""
     return (all(tc.paths.get(k) for k in ("cmake", "nvcc", "g++")) and json_version is not None

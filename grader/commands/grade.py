@@ -15,13 +15,13 @@ from pathlib import Path
 
 from ..cluster import job_submit
 from ..exports import write_exports
-from ._common import (GradingFlags, add_format_flag, add_grading_flags, labs_or_say,
-                      grade_submission, table, write_result)
+from ._common import (GradingFlags, Subcommands, add_format_flag, add_grading_flags,
+                      labs_or_say, grade_submission, table, write_result)
 
 HELP = "grade a submission (instructor): result.json and exports into --out"
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("grade", help=HELP, description=HELP)
     p.add_argument("submission", type=Path,
                    help="a folder laid out like the repository, or a git repository; only "

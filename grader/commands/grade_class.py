@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from .. import batch
 from ..cluster import job_options
@@ -22,23 +23,37 @@ from ..batch import regrades, schedule
 from ..batch.node import node_problem
 from ..batch.regrade_rules import STATUSES
 from ..exports import fmt_points
-from ..paths import ROOT
+from ..paths import ROOT, LabPaths
 from ..submissions import DownloadError, Staging, read_download, write_staging
 from ..exports.table import use_color
 from ..gpu import visible_devices
 from ..workspace import usable_cpus
-from ._common import add_format_flag, add_grading_flags, labs_or_say
+from ._common import Subcommands, add_format_flag, add_grading_flags, labs_or_say
 
 HELP = "grade many submissions (a folder or a CSV roster) into a gradebook"
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("batch", help=HELP, description=" ".join(__doc__.split("\n\n")[0]
                                                                 .split()))
     p.add_argument("submissions", type=Path, nargs="?",
                    help="a folder with one submission per student (a folder laid out like "
                         "the repository, or a git repository; the folder's name is the "
                         "student's), or a CSV roster with columns student,path")
+    _add_run_flags(p)
+    _add_slurm_flags(p)
+    _add_regrade_flags(p)
+    _add_deadline_flags(p)
+    _add_gradebook_flags(p)
+    p.add_argument("--task", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--work-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    # a regrade without SUBMISSIONS keeps the plan's settings where no flag is given
+    p.set_defaults(plan_defaults={arg: p.get_default(arg) for arg in PLAN_SETTINGS})
+    return p
+
+
+def _add_run_flags(p: argparse.ArgumentParser) -> None:
+    """batch's flags for grading here: the folder, jobs, labs, limits, exports, locks, reuse."""
     p.add_argument("--out", type=Path, help="the batch's folder: DIR/<student>/result.json, "
                    "gradebook.csv, summary.md, manifest.json")
     p.add_argument("-j", "--jobs", type=int, default=None,
@@ -61,6 +76,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="grade again even the submissions that have not changed")
     p.add_argument("--keep-work", action="store_true",
                    help="keep the build folders (DIR/.work) afterwards")
+
+
+def _add_slurm_flags(p: argparse.ArgumentParser) -> None:
+    """batch's flags for a Slurm job array, and the tools every grading machine must have."""
     p.add_argument("--slurm", action="store_true",
                    help="write DIR/slurm/grade.sbatch (a job array, one task per submission) "
                         "instead of grading here")
@@ -80,6 +99,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="comma-separated tools every grading machine must have (e.g. "
                         "compute-sanitizer,ncu): refused where one is missing, so the "
                         "maximum cannot differ between nodes")
+
+
+def _add_regrade_flags(p: argparse.ArgumentParser) -> None:
+    """batch's flags for grading some students again, or rescoring their stored results."""
     p.add_argument("--only", default=None, metavar="NAMES",
                    help="grade again these students only (comma-separated), merged into the "
                         "existing gradebook")
@@ -90,6 +113,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--rescore", action="store_true",
                    help="recompute the points of --out's stored results from the current "
                         "rubrics (a change of points only), then collect")
+
+
+def _add_deadline_flags(p: argparse.ArgumentParser) -> None:
+    """batch's flags for git submissions: the deadline, the late policy, when they were fetched."""
     p.add_argument("--deadline", default=None, metavar="TIME",
                    help="ISO 8601 (2026-03-01T23:59+01:00): git submissions are graded at "
                         "their last commit before it; a roster column extension or deadline "
@@ -102,6 +129,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "ISO 8601 time, or a CSV student,fetched_at; each is graded at its "
                         "HEAD as fetched, late by that time (commit dates are the student's "
                         "claim), recorded in the gradebook's fetched_at column")
+
+
+def _add_gradebook_flags(p: argparse.ArgumentParser) -> None:
+    """batch's flags for the gradebook: collecting it, the LMS's roster and the LMS's imports."""
     p.add_argument("--collect", type=Path, metavar="DIR",
                    help="merge DIR's results into DIR/gradebook.csv and DIR/summary.md")
     p.add_argument("--roster", type=Path, default=None,
@@ -109,11 +140,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "e-mail and section columns are added to gradebook.csv")
     p.add_argument("--export", default="", help="also write gradebooks the LMS imports: "
                    "canvas (canvas-import.csv), moodle (moodle-import.csv), or both")
-    p.add_argument("--task", type=int, default=None, help=argparse.SUPPRESS)
-    p.add_argument("--work-dir", type=Path, default=None, help=argparse.SUPPRESS)
-    # a regrade without SUBMISSIONS keeps the plan's settings where no flag is given
-    p.set_defaults(plan_defaults={arg: p.get_default(arg) for arg in PLAN_SETTINGS})
-    return p
 
 
 # argument -> the Plan field a regrade of the existing plan keeps unless the flag is given
@@ -275,7 +301,7 @@ def _plan(args: argparse.Namespace, out: Path, old: "batch.Plan | None") -> "bat
 
 
 def check_inputs(args: argparse.Namespace, out: Path, old: "batch.Plan | None",
-                 labs: list) -> tuple["Staging | None", list["batch.Submission"]]:
+                 labs: list[LabPaths]) -> tuple["Staging | None", list["batch.Submission"]]:
     """Every input of a batch checked before anything is written: the deadline and the
     late policy, the submissions (a folder, a CSV roster or an LMS download: names, links,
     folders shared), extensions, --fetched-at, --only and --only-status, the LMS roster's
@@ -446,7 +472,7 @@ def _lms_files(args: argparse.Namespace, out: Path) -> int:
     return 0
 
 
-def _report_collected(out: Path, manifest: dict) -> int:
+def _report_collected(out: Path, manifest: dict[str, Any]) -> int:
     students = manifest["students"]
     bad = [s for s, e in students.items() if e.get("status") not in batch.KEEP_ON_RESUME]
     print(f"wrote {Path(out) / 'gradebook.csv'}, {Path(out) / 'summary.md'}")

@@ -23,9 +23,10 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from ..paths import ROOT, LabPaths
-from ._common import choose_labs
+from ._common import Subcommands, choose_labs
 
 HELP = "platform integrations: the Gradescope autograder zip; grade an upload for a platform"
 INTEGRATIONS = ROOT / "integrations"
@@ -34,7 +35,7 @@ REPO_TOP = ("CMakeLists.txt", "CMakePresets.json", "cmake", "common", "grader", 
             "integrations", "tools")
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("integrations", help=HELP, description=HELP)
     what = p.add_subparsers(dest="what", required=True)
     z = what.add_parser("gradescope-zip", help="build the Gradescope autograder zip")
@@ -86,7 +87,7 @@ def gradescope_zip(labs: list[LabPaths], output: Path, root: Path = ROOT) -> lis
     return members
 
 
-def _fallback(platform: str, problem: str) -> dict:
+def _fallback(platform: str, problem: str) -> dict[str, Any]:
     """A results.json when the grader could not grade at all."""
     if platform == "prairielearn":
         return {"gradable": False, "score": 0.0, "format_errors": [problem],
@@ -119,7 +120,7 @@ def _summary(platform: str, results: Path) -> str:
     return text
 
 
-def _write(platform: str, results: Path, doc: dict) -> None:
+def _write(platform: str, results: Path, doc: dict[str, Any]) -> None:
     results.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     say(f"wrote {results}: {_summary(platform, results)}")
 

@@ -7,11 +7,12 @@ import argparse
 from ..paths import discover_labs
 from ..rubric import Rubric, RubricError, load_rubric
 from ..scoring import bonus_offers, rubric_parts, stretch_name
+from ._common import Subcommands
 
 HELP = "list the labs, the files you edit in each and their points"
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("list", help=HELP, description=HELP)
     p.add_argument("-v", "--verbose", action="store_true", help="show every rubric part")
     return p

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..course import skeletonize
 from ..paths import LAB_DIR_RE, ROOT, LabPaths, discover_labs, lab_name_parts
+from ._common import Subcommands
 
 HELP = "make a new lab pair (labs/, solutions/, handouts/) from labs/_template"
 TEMPLATE = "_template"
@@ -105,7 +106,7 @@ def make_lab(folder: str, title: str | None = None, root: Path = ROOT) -> list[P
     return written
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("new-lab", help=HELP, description=HELP)
     p.add_argument("folder", metavar="NN_topic", help="the new lab's folder name, e.g. 08_streams")
     p.add_argument("--title", help="the lab's title (default: from the topic, e.g. 'Streams')")

@@ -31,6 +31,7 @@ from typing import Callable, Mapping
 
 from ..course import student_prs
 from ..paths import ROOT
+from ._common import Subcommands
 
 HELP = "grade students' pull requests from the course's repository (fetch, grade, post)"
 NO_GPU = 3  # grader ci --require-gpu's status without a usable GPU
@@ -39,7 +40,7 @@ NO_GPU = 3  # grader ci --require-gpu's status without a usable GPU
 Runner = Callable[[list[str]], int]
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("pr-queue", help=HELP, description=HELP)
     steps = p.add_subparsers(dest="step", required=True)
     f = steps.add_parser("fetch", help="list the pull requests and fetch their student files")

@@ -16,11 +16,12 @@ import sys
 from pathlib import Path
 
 from ..course import course_file, releases, student_copy
+from ._common import Subcommands
 
 HELP = "write the student copy (no solutions, no hidden tests) as a new git repository"
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("release", help=HELP, description=HELP)
     p.add_argument("outdir", type=Path, nargs="?",
                    help="a new or empty folder outside this repository (not with --list)")

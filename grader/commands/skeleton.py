@@ -6,11 +6,12 @@ import argparse
 
 from ..course import skeletonize
 from ..paths import discover_labs
+from ._common import Subcommands
 
 HELP = "regenerate (--write) or verify (--check) the student skeletons from the solutions"
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("skeleton", help=HELP, description=HELP)
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="fail when a skeleton has drifted")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Protocol, TypedDict
 
 from . import course_file
 from ..catch2.spec import spec_matches
@@ -53,7 +54,26 @@ GPU_PATH_TEXT = {
 _CASE = re.compile(r'\b(?:TEST_CASE|SCENARIO)\(\s*"((?:[^"\\]|\\.)*)"\s*,\s*"([^"]*)"', re.S)
 
 
-def public_cases(tree, folder: str) -> list[tuple[str, frozenset[str]]]:
+class Files(Protocol):
+    """The committed tree, as far as the student copy reads it (a releases.Tree)."""
+
+    blobs: dict[str, bytes]
+
+    def text(self, rel: str) -> str | None: ...
+
+    def under(self, prefix: str) -> list[str]: ...
+
+
+class HostGroup(TypedDict):
+    """A correctness group with public host cases, as host_groups gives it."""
+
+    name: str
+    spec: str  # the group's tags and [host]
+    points: int  # the group's host share of its points, rounded
+    all_host: bool  # every public case of the group is a host case
+
+
+def public_cases(tree: Files, folder: str) -> list[tuple[str, frozenset[str]]]:
     """(name, tags) of each test case in labs/<folder>/tests/ (lower-case tags)."""
     cases = []
     for rel in tree.under(f"labs/{folder}/tests/"):
@@ -62,11 +82,11 @@ def public_cases(tree, folder: str) -> list[tuple[str, frozenset[str]]]:
     return cases
 
 
-def host_groups(tree, folder: str) -> list[dict]:
+def host_groups(tree: Files, folder: str) -> list[HostGroup]:
     """The correctness groups with public host cases: name, spec, points, host share."""
     doc = _tomllib.loads(tree.text(f"labs/{folder}/grading.toml") or "")
     cases = public_cases(tree, folder)
-    out = []
+    out: list[HostGroup] = []
     for group in doc.get("correctness", []):
         spec = group.get("tests", "")
         matched = [tags for name, tags in cases if spec_matches(spec, name, tags)]
@@ -78,7 +98,7 @@ def host_groups(tree, folder: str) -> list[dict]:
     return out
 
 
-def render_readme(tree, labs: list[str]) -> str:
+def render_readme(tree: Files, labs: list[str]) -> str:
     template = tree.text(README_TEMPLATE)
     if template is None:
         raise ValueError(f"{README_TEMPLATE} is not committed")
@@ -102,7 +122,7 @@ def render_readme(tree, labs: list[str]) -> str:
     return text
 
 
-def classroom_workflow(tree, labs: list[str]) -> str:
+def classroom_workflow(tree: Files, labs: list[str]) -> str:
     """GitHub Classroom's autograding workflow: one command-grader step per host group."""
     steps, ids = [], []
     for folder in labs:
@@ -219,7 +239,7 @@ def student_presets(text: str) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def overlay(tree, labs: list[str]) -> dict[str, bytes]:
+def overlay(tree: Files, labs: list[str]) -> dict[str, bytes]:
     """Path in the copy -> content, for the files the student copy holds instead."""
     out = {"README.md": render_readme(tree, labs).encode(),
            ".github/workflows/classroom.yml": classroom_workflow(tree, labs).encode(),

@@ -83,7 +83,7 @@ class Api:
         self.api = api_url.rstrip("/")
         self.transport = transport or urllib_transport()
 
-    def call(self, method: str, path: str, body: dict | None = None) -> Any:
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         headers = {"Accept": "application/vnd.github+json", "User-Agent": "cml-grader",
                    "X-GitHub-Api-Version": "2022-11-28"}
         if self.token:
@@ -105,10 +105,10 @@ class Api:
         except ValueError as err:
             raise ApiError(status, f"{method} {path}: not JSON ({err})") from err
 
-    def pages(self, path: str) -> list:
+    def pages(self, path: str) -> list[Any]:
         """Every item of a listing, PAGE at a time (at most MAX_PAGES pages)."""
         sep = "&" if "?" in path else "?"
-        items: list = []
+        items: list[Any] = []
         for page in range(1, MAX_PAGES + 1):
             chunk = self.call("GET", f"{path}{sep}per_page={PAGE}&page={page}")
             if not isinstance(chunk, list):

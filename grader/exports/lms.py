@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from .. import csvsafe
 from ..atomic import write_all
@@ -122,13 +122,13 @@ def _roster_line(row: dict[str, str], index: int) -> str:
 
 
 def join_roster(gradebook: list[dict[str, str]], roster: list[dict[str, str]],
-                downloads: dict[str, dict] | None = None,
+                downloads: dict[str, dict[str, Any]] | None = None,
                 roster_name: str = "roster", missing: list[str] | None = None
                 ) -> list[dict[str, str]]:
     """The gradebook's rows with the roster's identity columns after `student` (the
     students no roster row matches are added to `missing`; their rows keep no ids); a
-    roster student without a row gets one with status "no submission". `downloads` (a staged Canvas or Moodle
-    download's lms.json) supplies each student's LMS id and name.
+    roster student without a row gets one with status "no submission". `downloads` (a
+    staged Canvas or Moodle download's lms.json) supplies each student's LMS id and name.
 
     Matching is exact and never guessed: first the LMS id of the download against the
     roster's ID, then the student's folder name (or Canvas login) against an id, login or
@@ -138,7 +138,18 @@ def join_roster(gradebook: list[dict[str, str]], roster: list[dict[str, str]],
     downloads = downloads or {}
     people = [roster_identity(r) for r in roster]
     where = [f"{roster_name}:{_roster_line(r, i)}" for i, r in enumerate(roster)]
-    problems = []
+    by_id, by_name = _roster_keys(people)
+    problems = _shared_ids(by_id, where)
+    matched, taken = _match_rows(gradebook, downloads, by_id, by_name, where,
+                                 [] if missing is None else missing, problems)
+    if problems:
+        raise RosterError(problems)
+    return _joined_rows(gradebook, matched, downloads, people, taken)
+
+
+def _roster_keys(people: list[dict[str, str]]
+                 ) -> tuple[dict[tuple[str, str], list[int]], dict[str, list[int]]]:
+    """The roster's rows by their ids ((field, _id_value)) and by their names' _name_forms."""
     by_id: dict[tuple[str, str], list[int]] = {}
     by_name: dict[str, list[int]] = {}
     for i, person in enumerate(people):
@@ -147,31 +158,26 @@ def join_roster(gradebook: list[dict[str, str]], roster: list[dict[str, str]],
                 by_id.setdefault((field, _id_value(field, person[field])), []).append(i)
         for form in _name_forms(person["name"]):
             by_name.setdefault(form, []).append(i)
-    for (field, value), rows in by_id.items():
-        if len(rows) > 1:
-            problems.append(f"{' and '.join(where[i] for i in rows)}: the same "
-                            f"{ID_LABELS[field]} {value!r} (each student's must differ)")
+    return by_id, by_name
+
+
+def _shared_ids(by_id: dict[tuple[str, str], list[int]], where: list[str]) -> list[str]:
+    """A problem for each id the roster gives to more than one row."""
+    return [f"{' and '.join(where[i] for i in rows)}: the same {ID_LABELS[field]} {value!r} "
+            "(each student's must differ)" for (field, value), rows in by_id.items()
+            if len(rows) > 1]
+
+
+def _match_rows(gradebook: list[dict[str, str]], downloads: dict[str, dict[str, Any]],
+                by_id: dict[tuple[str, str], list[int]], by_name: dict[str, list[int]],
+                where: list[str], missing: list[str], problems: list[str]
+                ) -> tuple[list[int | None], dict[int, str]]:
+    """The roster row of each gradebook row (None: none, or several) and the student of each."""
     taken: dict[int, str] = {}
     matched: list[int | None] = []
-    missing = [] if missing is None else missing
     for row in gradebook:
         student = row.get("student", "")
-        info = downloads.get(student, {})
-        tiers = [
-            [("id", info.get("lms_id", ""))] if info.get("lms_id") else [],
-            [(f, v) for v in (student, info.get("name", "")) if v for f in ID_FIELDS],
-        ]
-        found: set[int] = set()
-        said = ""
-        for tier in tiers:
-            found = {i for f, v in tier for i in by_id.get((f, _id_value(f, v)), [])}
-            said = "the id"
-            if found:
-                break
-        if not found:
-            names = [v for v in (info.get("name", ""), student) if v]
-            found = {i for v in names for form in _name_forms(v) for i in by_name.get(form, [])}
-            said = f"the name {names[0]!r}" if names else ""
+        found, said = _candidates(student, downloads.get(student, {}), by_id, by_name)
         if len(found) > 1:
             problems.append(f"{student}: {said} matches {len(found)} roster rows "
                             f"({', '.join(where[i] for i in sorted(found))}); give the "
@@ -188,8 +194,34 @@ def join_roster(gradebook: list[dict[str, str]], roster: list[dict[str, str]],
         else:
             taken[index] = student
         matched.append(index)
-    if problems:
-        raise RosterError(problems)
+    return matched, taken
+
+
+def _candidates(student: str, info: dict[str, Any], by_id: dict[tuple[str, str], list[int]],
+                by_name: dict[str, list[int]]) -> tuple[set[int], str]:
+    """The roster rows a student matches, and by what: LMS id, then folder or login, then names."""
+    tiers = [
+        [("id", info.get("lms_id", ""))] if info.get("lms_id") else [],
+        [(f, v) for v in (student, info.get("name", "")) if v for f in ID_FIELDS],
+    ]
+    found: set[int] = set()
+    said = ""
+    for tier in tiers:
+        found = {i for f, v in tier for i in by_id.get((f, _id_value(f, v)), [])}
+        said = "the id"
+        if found:
+            break
+    if not found:
+        names = [v for v in (info.get("name", ""), student) if v]
+        found = {i for v in names for form in _name_forms(v) for i in by_name.get(form, [])}
+        said = f"the name {names[0]!r}" if names else ""
+    return found, said
+
+
+def _joined_rows(gradebook: list[dict[str, str]], matched: list[int | None],
+                 downloads: dict[str, dict[str, Any]], people: list[dict[str, str]],
+                 taken: dict[int, str]) -> list[dict[str, str]]:
+    """The gradebook's rows with their ids, then a "no submission" row per roster student left."""
     out = []
     for row, index in zip(gradebook, matched):
         info = downloads.get(row.get("student", ""), {})
@@ -331,7 +363,8 @@ EXPORTS = {"canvas": "canvas-import.csv", "moodle": "moodle-import.csv"}
 
 
 def write_files(out_dir: Path, labs: list[LabColumn], roster: Path | None,
-                exports: list[str], downloads: dict[str, dict] | None = None) -> list[str]:
+                exports: list[str], downloads: dict[str, dict[str, Any]] | None = None
+                ) -> list[str]:
     """Joins DIR/gradebook.csv to the roster (rewriting it) and writes each export, all of
     them or none (atomic.write_all); returns warnings (students no roster row or export can
     identify). Raises RosterError before writing when the join is not sure."""
@@ -352,7 +385,8 @@ def write_files(out_dir: Path, labs: list[LabColumn], roster: Path | None,
                 summary.read_text(encoding="utf-8"),
                 [r.get("name") or r["student"] for r in rows[len(gradebook):]])
     for export in exports:
-        text = to_canvas(rows, labs, course_columns) if export == "canvas" else to_moodle(rows, labs)
+        text = (to_canvas(rows, labs, course_columns) if export == "canvas"
+                else to_moodle(rows, labs))
         files[out_dir / EXPORTS[export]] = text
         provisional = provisional_count(rows, labs)
         if provisional:

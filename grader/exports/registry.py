@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from ..atomic import write_atomic
 from ..result import GradeResult
@@ -14,7 +14,7 @@ from .junit import to_junit
 from .markdown import to_markdown
 from .prairielearn import to_prairielearn
 
-def _json(make: Callable[[GradeResult], dict]) -> Callable[[GradeResult], str]:
+def _json(make: Callable[[GradeResult], dict[str, Any]]) -> Callable[[GradeResult], str]:
     return lambda result: json.dumps(make(result), indent=2) + "\n"
 
 

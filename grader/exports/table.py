@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..result import GradeResult, LabResult
+from ..result import GradeResult, LabResult, PartResult
 from .common import (EPS, one_line, FAIL, FLAG, PASS, SKIP, fmt_points, gpu_share,
                      grader_problems, lab_reason, part_outcome, part_reason,
                      part_speed_of_light, submission_name, terminal_width, test_counts,
@@ -36,17 +36,17 @@ def use_color(color: bool | None) -> bool:
     return sys.stdout.isatty() or os.environ.get("CLICOLOR_FORCE", "0") not in ("", "0")
 
 
-def needs_gpu(part) -> bool:
+def needs_gpu(part: PartResult) -> bool:
     """A part left ungraded only because there is no CUDA device here."""
     return part.status == "not_graded" and "no cuda device" in (part.reason or "").lower()
 
 
-def reported_only(part) -> bool:
+def reported_only(part: PartResult) -> bool:
     """A profiler metric shown beside the score, worth no points either way."""
     return part.kind == "metric" and part.max_points <= EPS
 
 
-def reported_value(part, limit: int = 200) -> str:
+def reported_value(part: PartResult, limit: int = 200) -> str:
     """What a reported-only metric measured, in one line (cut to `limit` characters; 0:
     whole)."""
     if part.reason:

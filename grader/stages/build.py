@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import linking, workspace
 from ..paths import ROOT
 from ..result import GRADED, BuildRecord, PartResult
-from .job import LabJob
+from .job import LabJob, StudentBuild
 
 STUDENT_KINDS = ("tests_student", "hidden_student", "bench_student", "runner")
 # The grader's own executables: the reference's, and the checkers that hold the tests when
@@ -20,22 +19,6 @@ STUDENT_KINDS = ("tests_student", "hidden_student", "bench_student", "runner")
 REFERENCE_KINDS = ("tests_solution", "bench_solution", "checker", "hidden_checker",
                    "bench_checker")
 KINDS = STUDENT_KINDS + REFERENCE_KINDS
-
-
-@dataclass
-class StudentBuild:
-    """The student's build: `compiled` when the library compiled (the static checks can
-    run), `outcome` the build as a whole (compiled and linked)."""
-
-    compiled: bool
-    outcome: workspace.BuildOutcome
-    errors: list[str] = field(default_factory=list)  # compiler errors, paths as submitted
-    output: str = ""  # the compiler's output when the student's compile failed
-
-    def record(self, errors: list[str] | None = None) -> BuildRecord:
-        return BuildRecord(self.outcome.ok, round(self.outcome.seconds, 1),
-                           self.errors if errors is None else errors, self.outcome.timed_out,
-                           output=self.output)
 
 
 def _has(job: LabJob, pattern: str, where: str = "lab") -> bool:

@@ -12,7 +12,7 @@ from typing import Iterator
 
 from .. import scoring
 from ..measure import Context, bench, profiler, sanitizer
-from ..result import LabResult
+from ..result import LabResult, PartResult
 from .job import STAGE_BUDGET, LabJob
 from .tests import TEST_KINDS, RunPlace, TestRuns
 
@@ -69,7 +69,7 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
 
 
 def _stretch(job: LabJob, ctx: Context, tested: TestRuns, full_groups: set[str],
-             timed: bench.BenchRuns) -> "scoring.PartResult":
+             timed: bench.BenchRuns) -> PartResult:
     """The [stretch] part: its speed comes from the bench run above; its sanitizer cases
     run here, under the [memory_safety] tools, once its `requires` groups are at full marks."""
     stretch, ms = job.rubric.stretch, job.rubric.memory_safety

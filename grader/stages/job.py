@@ -1,16 +1,18 @@
 """What the stages of one lab need: the grade's trees (Trees, made once per grade by
-prepare.py) and the lab's own settings (LabJob)."""
+prepare.py), the lab's own settings (LabJob) and the student's build (StudentBuild, build.py's
+result, here because a LabJob holds one that build.together made ahead)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from .. import sandbox
+from .. import refcache, sandbox, workspace
 from ..costs import Meter
 from ..gpu import GpuSection, no_lock
 from ..paths import LabPaths
+from ..result import BuildRecord
 from ..rubric import Rubric
 
 # A lab's test layer, and its GPU measurements together, get this many test timeouts
@@ -44,10 +46,26 @@ class Trees:
     student: StudentTree
     # lab folder -> the cached reference (grader/refcache.py); a lab not in it builds its
     # reference in `build`
-    references: dict = field(default_factory=dict)
+    references: dict[str, refcache.Entry] = field(default_factory=dict)
     # lab folder -> its links (kind -> argv, grader/linking.py) from the cached entry; such a
     # lab's student-linked executables are linked from the entry, not built in `build`
-    links: dict = field(default_factory=dict)
+    links: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+
+@dataclass
+class StudentBuild:
+    """The student's build: `compiled` when the library compiled (the static checks can
+    run), `outcome` the build as a whole (compiled and linked)."""
+
+    compiled: bool
+    outcome: workspace.BuildOutcome
+    errors: list[str] = field(default_factory=list)  # compiler errors, paths as submitted
+    output: str = ""  # the compiler's output when the student's compile failed
+
+    def record(self, errors: list[str] | None = None) -> BuildRecord:
+        return BuildRecord(self.outcome.ok, round(self.outcome.seconds, 1),
+                           self.errors if errors is None else errors, self.outcome.timed_out,
+                           output=self.output)
 
 
 @dataclass
@@ -67,6 +85,6 @@ class LabJob:
     say: Callable[[str], None] = lambda text: None  # progress
     gpu_section: GpuSection = no_lock
     # the student's build when it was made together with the other labs' (build.together)
-    prebuilt: Any = None
+    prebuilt: StudentBuild | None = None
     log: Callable[[str], None] = lambda text: None  # whole build/test output (grade.log)
     costs: Meter = field(default_factory=Meter)  # each stage's wall time and processes

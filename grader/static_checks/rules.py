@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 ALLOWLIST = Path(__file__).parent.parent / "allowlist.toml"
 
@@ -87,7 +87,7 @@ class LabRules:
     summary: str  # what the lab allows, in a few words, for messages
 
 
-def _load_toml(path: Path) -> dict:
+def _load_toml(path: Path) -> dict[str, Any]:
     from ..rubric import tomllib  # the same TOML reader as the rubrics
 
     return tomllib.loads(path.read_text(encoding="utf-8"))

@@ -8,10 +8,10 @@ import os
 import re
 from pathlib import Path
 
-from .lexer import strip_comments, tokens_of
+from .lexer import Tok, strip_comments, tokens_of
 from .markers import canon, main_file, shown_path, walk_markers
 from .nvcc import Preprocessed
-from .results import CheckError, SourceReport, Violation
+from .results import CheckError, SourceFacts, SourceReport, Violation
 from .rules import LabRules, glob_re
 from .scan import scan_attributes, scan_namespaces
 
@@ -108,7 +108,47 @@ def check_preprocessed(pre: Preprocessed, rules: LabRules, project: str,
     # The main file as the compiler saw it is the first line marker's (in a jail its path
     # differs from ours: the project's root is mapped the same way).
     student, project = main_file(pre, project)
+    once = _Once(report)
+    own_all, pragma_all = _walk_files(pre, rules, project, display, student, once)
+    report.own_lines = max((len(o) for o in own_all), default=0)
+    if report.own_lines == 0 and re.search(r"[A-Za-z0-9_]", _code(source_text)) \
+            and not report.violations:  # (a #line refusal explains it)
+        raise CheckError("the student's own lines were not found in the preprocessed file "
+                         f"(main file {student})")
 
+    for line, text in sorted(set(pragma_all)):
+        if not _pragma_allowed(text, rules.pragmas):
+            once.add(("pragma", f"{line}:{text}"), Violation(
+                "source", "#pragma " + text[:60], f"{display}:{line}",
+                "this pragma is not allowed in a student file; allowed: "
+                + ", ".join(rules.pragmas)))
+
+    for own in own_all:
+        toks = tokens_of(own)
+        _check_tokens(toks, rules, display, report.facts, once)
+        scanned = scan_namespaces(toks, rules, display, report.facts)
+        for v in scanned + scan_attributes(toks, rules, display):
+            once.add((v.name, v.where), v)
+    return report
+
+
+class _Once:
+    """A report's violations, each added once for its key (what it is reported once for)."""
+
+    def __init__(self, report: SourceReport) -> None:
+        self.report = report
+        self.keys: set[tuple[str, str]] = set()
+
+    def add(self, key: tuple[str, str], violation: Violation) -> None:
+        """Adds `violation` unless one was added for `key` already."""
+        if key not in self.keys:
+            self.keys.add(key)
+            self.report.violations.append(violation)
+
+
+def _include_patterns(pre: Preprocessed, rules: LabRules, project: str
+                      ) -> tuple[list[re.Pattern[str]], list[re.Pattern[str]]]:
+    """The paths a student file may include and those it may not, for this compiler's dirs."""
     cxx = [d for d in pre.search_dirs if "/c++/" in d + "/" or "/gcc/" in d or "/clang/" in d]
     usr = [d for d in pre.search_dirs if d == "/usr/include"] or ["/usr/include"]
     multiarch = [d for d in pre.search_dirs
@@ -120,14 +160,18 @@ def check_preprocessed(pre: Preprocessed, rules: LabRules, project: str,
     allowed = _path_patterns(rules.include_allowed, env)
     allowed += _path_patterns(["{project}/" + p for p in rules.lab_includes], env)
     refused = _path_patterns(rules.include_refused, env)
+    return allowed, refused
 
+
+def _walk_files(pre: Preprocessed, rules: LabRules, project: str, display: str, student: str,
+                once: _Once) -> tuple[list[list[tuple[int, str]]], list[tuple[int, str]]]:
+    """Each preprocessed text's own lines, and the pragmas; #line and refused includes added."""
+    allowed, refused = _include_patterns(pre, rules, project)
     texts = []
     for path in [pre.host, *pre.device]:
         texts.append(path.read_text(encoding="utf-8", errors="replace"))
     seen_files: set[str] = set()
     bad_files: set[str] = set()
-    reported: set[tuple[str, str]] = set()
-    key: tuple[str, str] | None  # what a violation is reported once for
     own_all: list[list[tuple[int, str]]] = []
     pragma_all: list[tuple[int, str]] = []
     for text in texts:
@@ -135,12 +179,9 @@ def check_preprocessed(pre: Preprocessed, rules: LabRules, project: str,
         own_all.append(walk.own)
         pragma_all += walk.pragmas
         for line, name in walk.renamed:
-            key = ("#line", name)
-            if key not in reported:
-                reported.add(key)
-                report.violations.append(Violation(
-                    "source", "#line", f"{display}:{line}",
-                    f"a line directive makes the following lines look like `{name}`'s"))
+            once.add(("#line", name), Violation(
+                "source", "#line", f"{display}:{line}",
+                f"a line directive makes the following lines look like `{name}`'s"))
         for name, line, includer in walk.entered:
             seen_files.add(name)
             if name.startswith("<") or name == student:
@@ -151,70 +192,46 @@ def check_preprocessed(pre: Preprocessed, rules: LabRules, project: str,
             bad_files.add(name)
             if includer in bad_files:
                 continue  # reported where the first refused file was included
-            if (name, "inc") in reported:
-                continue
-            reported.add((name, "inc"))
             where = f"{display}:{line}" if line else display
-            shown = shown_path(name, project)
-            report.violations.append(Violation(
-                "include", shown, where,
-                "allowed: the C and C++ standard headers, the CUDA runtime headers "
-                "(cuda_runtime.h, cooperative_groups.h, cuda_fp16.h, ...), common/include/cml/ "
-                f"and the lab's own headers in labs/{rules.lab_folder}/; not other CUDA "
-                "libraries (cuBLAS, thrust, cub, the occupancy calculator, the driver API), "
-                "test sources, solutions or any other file"))
-    report.files = sorted(seen_files)
-    report.own_lines = max((len(o) for o in own_all), default=0)
-    if report.own_lines == 0 and re.search(r"[A-Za-z0-9_]", _code(source_text)) \
-            and not report.violations:  # (a #line refusal explains it)
-        raise CheckError("the student's own lines were not found in the preprocessed file "
-                         f"(main file {student})")
+            once.add((name, "inc"), _refused_include(shown_path(name, project), where, rules))
+    once.report.files = sorted(seen_files)
+    return own_all, pragma_all
 
-    facts = report.facts
-    for line, text in sorted(set(pragma_all)):
-        if not _pragma_allowed(text, rules.pragmas):
-            key = ("pragma", f"{line}:{text}")
-            if key in reported:
-                continue
-            reported.add(key)
-            report.violations.append(Violation(
-                "source", "#pragma " + text[:60], f"{display}:{line}",
-                "this pragma is not allowed in a student file; allowed: "
-                + ", ".join(rules.pragmas)))
 
-    for own in own_all:
-        toks = tokens_of(own)
-        for t in toks:
-            if t.kind == "id":
-                facts.identifiers.add(t.text)
-                facts.first_seen.setdefault(t.text, f"{display}:{t.line}")
-                if t.text.startswith("__builtin_"):
-                    bare = t.text[len("__builtin_"):]
-                    facts.identifiers.add(bare)
-                    facts.first_seen.setdefault(bare, f"{display}:{t.line}")
-                key = None
-                if t.text in _ASM:
-                    key = ("asm", str(t.line))
-                    why = ("inline assembly is not allowed in a student file (in any spelling, "
-                           "also made by a macro)")
-                elif rules.reserved_identifiers.match(t.text):
-                    key = ("reserved", f"{t.line}:{t.text}")
-                    why = ("this name is reserved for the compilers' generated code (mangled "
-                           "names, nvcc's stubs)")
-                if key and key not in reported:
-                    reported.add(key)
-                    report.violations.append(Violation("source", t.text, f"{display}:{t.line}", why))
-            elif t.kind == "str" and ".incbin" in t.text.lower():
-                key = ("incbin", str(t.line))
-                if key not in reported:
-                    reported.add(key)
-                    report.violations.append(Violation(
-                        "source", ".incbin", f"{display}:{t.line}",
-                        "assembler directives that pull in files are not allowed"))
-        scanned = scan_namespaces(toks, rules, display, facts)
-        for v in scanned + scan_attributes(toks, rules, display):
-            key = (v.name, v.where)
-            if key not in reported:
-                reported.add(key)
-                report.violations.append(v)
-    return report
+def _refused_include(shown: str, where: str, rules: LabRules) -> Violation:
+    """The violation of a file the student's file may not include."""
+    return Violation(
+        "include", shown, where,
+        "allowed: the C and C++ standard headers, the CUDA runtime headers "
+        "(cuda_runtime.h, cooperative_groups.h, cuda_fp16.h, ...), common/include/cml/ "
+        f"and the lab's own headers in labs/{rules.lab_folder}/; not other CUDA "
+        "libraries (cuBLAS, thrust, cub, the occupancy calculator, the driver API), "
+        "test sources, solutions or any other file")
+
+
+def _check_tokens(toks: list[Tok], rules: LabRules, display: str, facts: SourceFacts,
+                  once: _Once) -> None:
+    """Notes the own tokens' identifiers; adds inline assembly, reserved names and .incbin."""
+    for t in toks:
+        if t.kind == "id":
+            facts.identifiers.add(t.text)
+            facts.first_seen.setdefault(t.text, f"{display}:{t.line}")
+            if t.text.startswith("__builtin_"):
+                bare = t.text[len("__builtin_"):]
+                facts.identifiers.add(bare)
+                facts.first_seen.setdefault(bare, f"{display}:{t.line}")
+            key: tuple[str, str] | None = None
+            if t.text in _ASM:
+                key = ("asm", str(t.line))
+                why = ("inline assembly is not allowed in a student file (in any spelling, "
+                       "also made by a macro)")
+            elif rules.reserved_identifiers.match(t.text):
+                key = ("reserved", f"{t.line}:{t.text}")
+                why = ("this name is reserved for the compilers' generated code (mangled "
+                       "names, nvcc's stubs)")
+            if key:
+                once.add(key, Violation("source", t.text, f"{display}:{t.line}", why))
+        elif t.kind == "str" and ".incbin" in t.text.lower():
+            once.add(("incbin", str(t.line)), Violation(
+                "source", ".incbin", f"{display}:{t.line}",
+                "assembler directives that pull in files are not allowed"))
