@@ -195,6 +195,8 @@ def main() -> int:
             rows.append(("batch GPU-seconds, mean", f"{sum(gpu) / len(gpu):.1f}"))
 
     print(f"\n{'':2}{device}")
+    if not rows:  # --skip-cold --regrades 0 --batch 0: the cache filled, nothing timed
+        rows.append(("timed", "nothing (the reference cache is filled)"))
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"  {key:<{width}}  {value}")
