@@ -16,8 +16,9 @@ from .. import sandbox, seccomp
 from ..result import BenchSummary, Timing
 from ..rubric import Performance
 from . import Context
-from ..benchdoc import (BenchError, Determinism, Document, PairTiming, Verification,
+from ..benchdoc import (Determinism, Document, PairTiming, Verification,
                        parse_document)
+from ..benchfields import BenchError
 from .samples import altered_problem, recompute
 
 BENCH_ALTERED = ("its document was altered after the bench ended (or written twice): not "

@@ -23,7 +23,8 @@ from unittest import mock
 from grader import scoring
 from grader.measure import Context, bench, floor, samples, sanitizer, profiler
 from grader.costs import Meter
-from grader.benchdoc import BENCH_SCHEMA, BenchError, parse_document, read_document
+from grader.benchdoc import BENCH_SCHEMA, parse_document, read_document
+from grader.benchfields import BenchError
 from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import Performance
 

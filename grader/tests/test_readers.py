@@ -7,7 +7,8 @@ import unittest
 from pathlib import Path
 
 from grader.measure.bench import timed_output_problem
-from grader.benchdoc import BenchError, Document, parse_document
+from grader.benchdoc import Document, parse_document
+from grader.benchfields import BenchError
 from grader.measure import profiler
 from grader.measure.profiler import NcuError, ncu_kernels, ncu_number, parse_ncu_csv
 from grader.measure.sanitizer import parse_sanitizer_output
