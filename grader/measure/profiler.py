@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import confine, sandbox, seccomp
+from .. import channel, confine, sandbox, seccomp
 from ..rubric import Metric
 from ..tools import find_tool
 from . import REFUSED_RE, Context
@@ -224,7 +224,7 @@ def _profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: str,
     """One profiling run: (the launches profiled, why the student's program failed under
     it or ""). Raises _NotMeasured when the machine could not measure."""
     # ncu's log comes through a pipe the grader holds, in a folder of the run's own.
-    with sandbox.Channel() as log:
+    with channel.Channel() as log:
         cmd = ncu_command(ncu, metric, binary, ctx.seed, Path(log.path), call, names,
                           (log.write_fd,))
         details["commands"].append(" ".join(cmd))

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import sandbox
+from .. import bwrap, sandbox
 from ..costs import Meter
 from ..gpu import GpuSection, no_lock
 from ..paths import LabPaths
@@ -26,7 +26,7 @@ class StudentTree:
     build: Path
     env: dict[str, str]
     identity: sandbox.Identity | None
-    jail: sandbox.Jail
+    jail: bwrap.Jail
 
 
 @dataclass
