@@ -9,8 +9,9 @@ BenchError naming the field's place ("comparisons[0] ('tiled').candidate.ms.stde
 
 `record_dict` writes a record back: its fields laid over the object as the document wrote it
 (`written`), so result.json keeps the document's shape, fields the grader does not read
-included. Each field goes back by a rule (`WRITE`, the record's or the field's own): always,
-only when set, not at all (the document's value stays)..."""
+included. Each field goes back by a rule, the record's `WRITE` or the field's own: always,
+only when set, only when changed, as the document spelled it, or not at all (the
+document's value stays)."""
 
 from __future__ import annotations
 
@@ -233,7 +234,7 @@ def read_record(make: Callable[..., R], obj: Mapping[str, Any], where: str) -> R
     kind: Any = make
     values: dict[str, Any] = {}
     below: dict[str, Mapping[str, Any]] = {}
-    for name, within, _read in _readers(kind):  # the objects below first, in field order
+    for _name, within, _read in _readers(kind):  # the objects below first, in field order
         if within is not None and within not in below:
             below[within] = optional_object(obj, within, where) or {}
     for name, within, read in _readers(kind):
