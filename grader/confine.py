@@ -1,6 +1,6 @@
 """The wall between a tool's log and the program the tool watches.
 
-compute-sanitizer and ncu write their logs to a pipe the grader holds (sandbox.Channel),
+compute-sanitizer and ncu write their logs to a pipe the grader holds (channel.Channel),
 and start the program they watch themselves: that program would inherit the pipe, could
 write a summary or a table of its own into it, find the tool among its processes and write
 through the tool's own descriptor, or kill the tool. So the tool starts this file instead,
@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve()
-INSIDE = "/cml/bin/cml-confine.py"  # where the run jail shows this file (sandbox.JAIL_ROOT)
+INSIDE = "/cml/bin/cml-confine.py"  # where the run jail shows this file (bwrap.JAIL_ROOT)
 
 # Linux's Landlock interface (include/uapi/linux/landlock.h); the system-call numbers are the
 # same on every architecture.

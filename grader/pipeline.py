@@ -29,10 +29,11 @@ from typing import Callable
 from . import __version__, leaks, parallel, sandbox
 from .costs import Meter, timed_device_seconds
 from .gpu import GpuSection, LabSections, no_lock, timed
+from .lab_parts import finish_unfinished
 from .paths import ROOT, LabPaths
 from .result import GRADER_ERROR, INTERRUPTED, NOT_CONFIGURED, GradeResult, LabResult
 from .rubric import Rubric
-from .scoring import finish_unfinished, grade_totals, lab_totals, leave_out_unmeasured
+from .scoring import grade_totals, lab_totals, leave_out_unmeasured
 from .stages import build, prepare
 from .stages.job import LabJob
 from .stages.lab import grade_lab

@@ -12,8 +12,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, ClassVar
 
-from .benchdoc import (BenchError, CaseTiming, Determinism, LaunchStats, Plot, Review,
+from .benchdoc import (CaseTiming, Determinism, LaunchStats, Plot, Review,
                                SampleStats, Verification)
+from .benchfields import BenchError
 
 SCHEMA = "cml-result/1"
 

@@ -3,13 +3,13 @@
 Each process gets its own session and process group, killed whole on timeout; a scrubbed
 environment; limits on processes, file size, open files, memory (resident set, watched)
 and core dumps; and, when the grader runs as root, the identity of an unprivileged user.
-Where bubblewrap works, the process also runs in a jail (`Jail`): new user, PID, network,
-IPC and UTS namespaces (no network at all), and a filesystem made only of the system's
-programs and libraries (read-only), the GPU device nodes when the stage needs them, a
-private /tmp, and the few files the stage needs, bound at neutral paths under /cml — the
-checkout, solutions/, hidden test sources, other submissions and the grader's outputs do
-not exist in it. Where bubblewrap is missing or cannot run, `isolation()` says so and
-grading goes on with the weaker protection (identity and limits only), visibly.
+Where bubblewrap works, the process also runs in a jail (grader/bwrap.py: a `Jail` of the
+system's programs and libraries, read-only, the GPU device nodes when the stage needs them,
+a private /tmp and the few files the stage needs, bound at neutral paths under /cml, in
+namespaces of its own without a network) — the checkout, solutions/, hidden test sources,
+other submissions and the grader's outputs do not exist in it. Where bubblewrap is missing
+or cannot run, `isolation()` says so and grading goes on with the weaker protection
+(identity and limits only), visibly.
 
 A jailed program (a test binary, the bench) also runs under a seccomp filter
 (grader/seccomp.py) where libseccomp is found; `isolation()` says when it is not.
@@ -17,8 +17,9 @@ A jailed program (a test binary, the bench) also runs under a seccomp filter
 Output goes to a file (never a pipe a child could hold open) and only the tail is kept, for
 the log. Results are never read from what the process prints, nor from a file it could
 rewrite: each document (a test report, a bench document, a tool's log) comes through a
-`Channel`, a pipe the grader holds and reads while the process runs. Each process can get a
-fresh folder of its own (`fresh`), removed after. See grader/README.md, "The sandbox" and
+`Channel` (grader/channel.py), a pipe the grader holds and reads while the process runs.
+Each process can get a fresh folder of its own (`fresh`), removed after. A checker and its
+runner run together through grader/pairs.py. See grader/README.md, "The sandbox" and
 "Threat model", and docs/architecture.md, "Trust boundaries".
 """
 
@@ -27,20 +28,20 @@ from __future__ import annotations
 import functools
 import os
 import pwd
-import re
 import resource
-import select
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 from . import confine, costs, seccomp
+from .bwrap import WORK_INSIDE, Jail, bwrap_path, jail_args, jail_command
+from .channel import Channel
 
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
 UNPRIVILEGED_USERS = ("nobody", "nfsnobody")
@@ -49,14 +50,6 @@ MAX_RSS_BYTES = 16 * 1024**3  # resident memory of all the processes of one run 
 MAX_PROCESSES = 512  # per uid: applied only when the code runs as its own (unprivileged) uid
 MAX_OPEN_FILES = 1024
 TAIL_BYTES = 16 * 1024
-JAIL_ROOT = "/cml"  # where a jail's own files appear: /cml/src, /cml/build, /cml/work, /cml/bin
-WORK_INSIDE = JAIL_ROOT + "/work"  # a run's own folder (`fresh`), as the process sees it
-MAX_DOCUMENT_BYTES = 64 * 1024 * 1024  # the most a Channel keeps of one document
-# The system as a jail sees it: programs and libraries, read-only. /etc only in part: the
-# dynamic loader's cache and the compiler alternatives, nothing about users or hosts.
-SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
-NSIGHT_DIRS = ("/opt/nvidia/nsight-compute",)
-SYSTEM_ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives")
 
 _live: set[int] = set()  # process groups running now, killed by kill_all()
 _live_lock = threading.Lock()
@@ -108,50 +101,6 @@ def scrubbed_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, s
 
 
 @dataclass(frozen=True)
-class Bind:
-    """One path of the host shown inside a jail at `inside` (under JAIL_ROOT)."""
-
-    outside: Path
-    inside: str
-    writable: bool = False
-
-
-@dataclass
-class Jail:
-    """What a jailed process sees beyond the system's programs: `binds`, and the GPU device
-    nodes when `gpu` is set. Paths of the host in a command line, in its working folder and
-    in its environment are rewritten to their place inside, so callers keep using the
-    host's paths; `outside()` maps a path the process printed back to the host's."""
-
-    binds: list[Bind] = field(default_factory=list)
-    gpu: bool = False
-
-    def add(self, outside: Path, inside: str, writable: bool = False) -> "Jail":
-        self.binds.append(Bind(Path(outside), inside, writable))
-        return self
-
-    def with_bind(self, outside: Path, inside: str, writable: bool = False) -> "Jail":
-        """A copy of this jail with one more bind (this one, shared by runs at the same
-        time, is left as it is)."""
-        return Jail(list(self.binds), self.gpu).add(outside, inside, writable)
-
-    def inside(self, text: str) -> str:
-        """`text` (an argument: a path, `-I<path>`, `--flag=<path>`...) with every bound host
-        path replaced by its name inside."""
-        for b in sorted(self.binds, key=lambda b: -len(str(b.outside))):
-            base = str(b.outside)
-            text = re.sub(re.escape(base) + r"(?=[/\s'\":,;=)]|$)", b.inside.replace("\\", "\\\\"),
-                          text)
-        return text
-
-    def to_host(self, text: str) -> str:
-        for b in self.binds:
-            text = re.sub(re.escape(b.inside) + r"(?=[/\s'\":,)]|$)",
-                          str(b.outside).replace("\\", "\\\\"), text, flags=re.MULTILINE)
-        return text
-
-
-@dataclass(frozen=True)
 class Isolation:
     """Whether student code can be jailed here, and with what; recorded in result.json."""
 
@@ -165,8 +114,8 @@ class Isolation:
     # watches beyond closing its descriptors (grader/confine.py)
     landlock: int = 0
 
-    def as_dict(self) -> dict:
-        d = {"tool": self.tool, "jailed": self.jailed}
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"tool": self.tool, "jailed": self.jailed}
         if self.why:
             d["why"] = self.why
         if self.jailed:
@@ -177,17 +126,13 @@ class Isolation:
         return d
 
 
-def _bwrap_path() -> str | None:
-    return os.environ.get("CML_BWRAP") or shutil.which("bwrap")
-
-
 @functools.lru_cache(maxsize=None)
 def isolation() -> Isolation:
     """Finds bubblewrap and checks it can make a jail here (as the user student code runs
     as); the answer is cached for the process."""
     if os.environ.get("CML_SANDBOX", "").lower() == "off":
         return Isolation(None, False, "turned off by CML_SANDBOX=off")
-    bwrap = _bwrap_path()
+    bwrap = bwrap_path()
     if not bwrap:
         return Isolation(None, False, "bubblewrap (bwrap) is not installed; student code "
                          "runs with a scrubbed environment and limits only "
@@ -196,7 +141,7 @@ def isolation() -> Isolation:
         version = subprocess.run([bwrap, "--version"], capture_output=True, text=True,
                                  timeout=10).stdout.strip() or "bubblewrap"
         probe = subprocess.run(
-            [bwrap, *_jail_args(Jail(), "/"), "true"], capture_output=True, text=True,
+            [bwrap, *jail_args(Jail(), "/"), "true"], capture_output=True, text=True,
             timeout=30, preexec_fn=_preexec(unprivileged_identity(), MAX_FILE_BYTES))
     except (OSError, subprocess.SubprocessError) as err:
         return Isolation(None, False, f"bubblewrap could not be started: {err}")
@@ -207,96 +152,6 @@ def isolation() -> Isolation:
     filters = seccomp.filters()
     return Isolation(version, True, seccomp=filters.available, seccomp_why=filters.why,
                      landlock=confine.landlock_abi())
-
-
-def _gpu_nodes() -> list[str]:
-    try:
-        return sorted(os.path.join("/dev", n) for n in os.listdir("/dev")
-                      if n.startswith("nvidia"))
-    except OSError:
-        return []
-
-
-def _tool_dirs() -> list[str]:
-    """Folders of the toolchain outside the system folders (a CUDA toolkit in /opt, a CMake
-    in a virtual environment), shown read-only."""
-    from .tools import find_tool  # tools imports nothing of ours; late to keep this module light
-    found = []
-    named = [find_tool(n) for n in ("nvcc", "cmake", "ninja", "compute-sanitizer", "ncu", "g++")]
-    # Compilers the environment names (a toolchain in /opt/gcc, say) are part of the build.
-    named += [os.environ.get(k) for k in ("CXX", "CC", "CUDAHOSTCXX", "CUDACXX")]
-    for path in named:
-        if not path or not os.path.isabs(path):
-            continue
-        real = Path(os.path.realpath(path)).parent.parent  # .../bin/x -> ...
-        if len(real.parts) < 3 or _holds_the_grader(real):
-            continue  # never "/" or "/opt", nor a folder that holds the grader's checkout
-        # A toolkit's parts may live elsewhere through links (Nsight Compute in /opt/nvidia).
-        try:
-            for entry in os.scandir(real):
-                if entry.is_symlink():
-                    target = Path(os.path.realpath(entry.path))
-                    if target.is_dir() and len(target.parts) >= 3 and not _in_system(target) \
-                            and not _holds_the_grader(target):
-                        found.append(str(target))
-        except OSError:
-            pass
-        if not _in_system(real):
-            found.append(str(real))
-    # The toolkit's ncu is a launcher that also looks for Nsight Compute here.
-    found += [d for d in NSIGHT_DIRS if os.path.isdir(d)]
-    return sorted(set(found))
-
-
-def _in_system(folder: Path) -> bool:
-    return any(str(folder) == d or str(folder).startswith(d + "/") for d in SYSTEM_DIRS)
-
-
-def _holds_the_grader(folder: Path) -> bool:
-    here = Path(__file__).resolve().parent.parent
-    return here == folder or folder in here.parents
-
-
-def _jail_args(jail: Jail, cwd: str, seccomp_fd: int | None = None) -> list[str]:
-    args = ["--unshare-all", "--die-with-parent", "--new-session", "--hostname", "sandbox",
-            "--clearenv", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-            "--dir", JAIL_ROOT]
-    for d in SYSTEM_DIRS:
-        if os.path.islink(d):
-            args += ["--symlink", os.readlink(d), d]
-        elif os.path.isdir(d):
-            args += ["--ro-bind", d, d]
-    for f in SYSTEM_ETC:
-        if os.path.exists(f):
-            args += ["--ro-bind", f, f]
-    for d in _tool_dirs():
-        args += ["--ro-bind", d, d]
-    if jail.gpu:
-        for node in _gpu_nodes():
-            args += ["--dev-bind", node, node]
-    for b in jail.binds:
-        args += ["--bind" if b.writable else "--ro-bind", str(b.outside), b.inside]
-    if seccomp_fd is not None:
-        args += ["--seccomp", str(seccomp_fd)]
-    args += ["--chdir", cwd]
-    return args
-
-
-def jail_command(cmd: list[str], jail: Jail, cwd: Path, env: dict[str, str],
-                 seccomp_fd: int | None = None) -> list[str]:
-    """The bwrap command line that runs `cmd` in `jail` (under the system-call filter read
-    from `seccomp_fd`, a descriptor the process inherits, when given)."""
-    bwrap = _bwrap_path() or "bwrap"
-    args = [bwrap, *_jail_args(jail, jail.inside(str(cwd)), seccomp_fd)]
-    for key, value in env.items():
-        args += ["--setenv", key, _rewrite_value(jail, value)]
-    return args + ["--", *[jail.inside(c) for c in cmd]]
-
-
-def _rewrite_value(jail: Jail, value: str) -> str:
-    if os.pathsep in value:
-        return os.pathsep.join(jail.inside(v) for v in value.split(os.pathsep))
-    return jail.inside(value)
 
 
 @dataclass
@@ -329,7 +184,7 @@ class Outcome:
         return f"exit status {self.returncode}"
 
 
-def _preexec(identity: Identity | None, file_limit: int):
+def _preexec(identity: Identity | None, file_limit: int) -> Callable[[], None]:
     def setup() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
@@ -429,86 +284,6 @@ def resident_bytes(root: int) -> int:
     return sum(table[p][2] for p in _tree(root, table) if p in table) * page
 
 
-class Channel:
-    """A pipe the grader holds, through which one process hands over one document (a Catch2
-    report, a bench document, a tool's log): the process is told to write to `path`
-    (/dev/fd/N: the write end, which only that process inherits) while a thread of the
-    grader reads the other end as it runs, so a full pipe never blocks the writer and,
-    once the process has ended, what was read is the grader's: no file is left that code
-    could rewrite later. At most `limit` bytes are kept (`oversized` then says so).
-
-        with sandbox.Channel() as report:
-            out = sandbox.run([..., "-o", report.path], ..., channels=[report])
-        text = report.text()
-    """
-
-    def __init__(self, limit: int = MAX_DOCUMENT_BYTES) -> None:
-        self.limit = limit
-        self.data = b""
-        self.oversized = False
-        self.held_open = False  # something still held the write end when reading stopped
-        self._chunks: list[bytes] = []
-        self._kept = 0
-        self._stop = threading.Event()
-        self._read_fd, self.write_fd = os.pipe()  # both close-on-exec
-        self._thread = threading.Thread(target=self._drain, daemon=True,
-                                        name="cml-channel")
-        self._thread.start()
-
-    @property
-    def path(self) -> str:
-        return f"/dev/fd/{self.write_fd}"
-
-    def _drain(self) -> None:
-        while not self._stop.is_set():
-            ready, _, _ = select.select([self._read_fd], [], [], 0.1)
-            if not ready:
-                continue
-            chunk = os.read(self._read_fd, 1 << 16)
-            if not chunk:
-                return
-            room = self.limit - self._kept
-            if len(chunk) > room:
-                self.oversized = True
-                chunk = chunk[:max(0, room)]
-            if chunk:
-                self._chunks.append(chunk)
-                self._kept += len(chunk)
-        self.held_open = True
-
-    def close_write(self) -> None:
-        """The grader's own copy of the write end (once the process has its copy)."""
-        if self.write_fd >= 0:
-            os.close(self.write_fd)
-            self.write_fd = -1
-
-    def finish(self, grace: float = 2.0) -> bytes:
-        """Stops reading once every writer has closed the pipe, or `grace` seconds after
-        this call; the document as read."""
-        self.close_write()
-        self._thread.join(grace)
-        if self._thread.is_alive():
-            self._stop.set()
-            self._thread.join()
-        self.data = b"".join(self._chunks)
-        return self.data
-
-    def text(self) -> str:
-        return self.data.decode(errors="replace")
-
-    def close(self) -> None:
-        if self._read_fd >= 0:
-            self.finish()
-            os.close(self._read_fd)
-            self._read_fd = -1
-
-    def __enter__(self) -> "Channel":
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
-
 def _own_folder(parent: Path, identity: Identity | None) -> Path:
     """A new empty folder under `parent` that only the process's user may enter."""
     folder = Path(tempfile.mkdtemp(prefix="p-", dir=parent))  # mode 0700
@@ -519,7 +294,7 @@ def _own_folder(parent: Path, identity: Identity | None) -> Path:
 
 def _remove(folder: Path) -> None:
     """Removes `folder` whatever the process left in it (folders it closed included)."""
-    def opened(func, path, _exc):
+    def opened(func: Callable[[str], object], path: str, _exc: object) -> None:
         try:
             os.chmod(os.path.dirname(path), 0o700)
             os.chmod(path, 0o700)
@@ -643,59 +418,6 @@ def _run(cmd: list[str], argv: list[str], popen_cwd: Path, popen_env: dict[str, 
 # Seconds a runner may take to end after its checker has (it ends at once when the socket
 # closes, unless its code is still busy).
 PAIR_GRACE = 2.0
-
-
-@dataclass
-class PairOutcome:
-    """A checker and its runner: the checker's outcome decides the report; the runner's says
-    what became of the student's code."""
-
-    checker: Outcome
-    runner: Outcome
-
-
-def run_pair(checker: list[str], runner: list[str], *, cwd: Path, timeout: float,
-             env: dict[str, str], identity: Identity | None = None, jail: Jail | None = None,
-             channels: list[Channel] | tuple[Channel, ...] = (),
-             runner_channels: list[Channel] | tuple[Channel, ...] = (),
-             syscalls: str | None = None) -> PairOutcome:
-    """Runs a checker (the grader's tests, Catch2 and the proxies of a lab's interface:
-    trusted, outside the jail, as the grader) and the runner that carries out its calls (the
-    student's object: in `jail`, as `identity`, under `syscalls`), joined by a socket pair
-    made here: the runner gets one end as `--fd N`, the checker the other as CML_RUNNER_FD.
-    `channels` go to the checker (its report), `runner_channels` to the runner's command (a
-    tool's log). Each gets a fresh folder of its own; both share `timeout`. The runner is
-    stopped once the checker has ended (common/include/cml/remote.hpp)."""
-    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    done = threading.Event()
-    result: dict[str, Outcome] = {}
-    errors: list[BaseException] = []
-
-    def serve() -> None:
-        try:
-            result["runner"] = run([*runner, "--fd", str(theirs.fileno())], cwd=cwd,
-                                   timeout=timeout, env=env, identity=identity, jail=jail,
-                                   fresh=True, channels=runner_channels, syscalls=syscalls,
-                                   extra_fds=(theirs.fileno(),), done=done)
-        except BaseException as err:  # raised again in the caller's thread
-            errors.append(err)
-        finally:
-            theirs.close()
-
-    thread = threading.Thread(target=costs.carry(serve), name="cml-runner", daemon=True)
-    try:
-        os.set_inheritable(mine.fileno(), False)
-        thread.start()
-        checker_env = {**env, "CML_RUNNER_FD": str(mine.fileno())}
-        outcome = run(checker, cwd=cwd, timeout=timeout, env=checker_env, fresh=True,
-                      channels=channels, extra_fds=(mine.fileno(),))
-    finally:
-        mine.close()
-        done.set()
-        thread.join()
-    if errors:
-        raise errors[0]
-    return PairOutcome(outcome, result["runner"])
 
 
 def make_shared_dir(path: Path, identity: Identity | None) -> Path:

@@ -18,7 +18,7 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import sandbox
+from . import bwrap, sandbox
 from .paths import ROOT, LabPaths
 from .tools import find_tool
 
@@ -185,7 +185,7 @@ def _shape(mode: int) -> str:
 def cmake_configure(src: Path, build: Path, labs: list[LabPaths], timeout: float,
                     env: dict[str, str], extra: list[str] | None = None,
                     identity: sandbox.Identity | None = None,
-                    jail: sandbox.Jail | None = None) -> BuildOutcome:
+                    jail: bwrap.Jail | None = None) -> BuildOutcome:
     cmake = find_tool("cmake")
     if not cmake:
         return BuildOutcome(False, 0.0, errors=["cmake not found"])
@@ -215,11 +215,11 @@ def cache_value(build: Path, key: str) -> str | None:
     return m.group(1).strip() if m else None
 
 
-def student_jail(student_src: Path, student_build: Path) -> sandbox.Jail:
+def student_jail(student_src: Path, student_build: Path) -> bwrap.Jail:
     """What the student's compile sees: its own source tree and build tree, nothing else."""
-    return (sandbox.Jail()
-            .add(student_src, sandbox.JAIL_ROOT + "/src")
-            .add(student_build, sandbox.JAIL_ROOT + "/build", writable=True))
+    return (bwrap.Jail()
+            .add(student_src, bwrap.JAIL_ROOT + "/src")
+            .add(student_build, bwrap.JAIL_ROOT + "/build", writable=True))
 
 
 def _cmake_errors(text: str) -> list[str]:
@@ -243,7 +243,7 @@ def usable_cpus() -> int:
 
 def cmake_build(build: Path, targets: list[str], timeout: float, env: dict[str, str],
                 jobs: int | None = None, identity: sandbox.Identity | None = None,
-                jail: sandbox.Jail | None = None) -> BuildOutcome:
+                jail: bwrap.Jail | None = None) -> BuildOutcome:
     cmake = find_tool("cmake")
     cmd = [cmake or "cmake", "--build", str(build), "--target", *targets]
     cmd += ["-j", str(jobs or usable_cpus())]

@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import parallel, sandbox, seccomp
+from .. import bwrap, channel, pairs, parallel, sandbox, seccomp
 from .report import (ALTERED, ALTERED_MESSAGE, CaseResult, close_cut_report, parse_catch_xml,
                      parse_tags, report_state)
 from .spec import name_spec, spec_matches
@@ -203,10 +203,10 @@ class Runner:
     seed: int
     timeout: float
     wrapper: list[str] = field(default_factory=list)  # e.g. compute-sanitizer and its options
-    jail: sandbox.Jail | None = None  # what the binaries see (grader/sandbox.py)
+    jail: bwrap.Jail | None = None  # what the binaries see (grader/bwrap.py)
     # The runner of the student's object: when set, each binary is a checker, run outside
     # the jail, whose every call into the lab's interface this runner carries out in it
-    # (sandbox.run_pair); the wrapper then applies to the runner.
+    # (pairs.run_pair); the wrapper then applies to the runner.
     remote: Path | None = None
     deadline: float = math.inf  # time.monotonic() after which nothing more is started
     runs: int = 0
@@ -219,19 +219,19 @@ class Runner:
                                                           sandbox.Outcome, str]:
         """One process: (its cases, whether the report was complete and the process ended
         cleanly, the outcome, why the report is not believed or ""). The report comes
-        through a pipe the grader holds (sandbox.Channel), in a folder of the process's own."""
+        through a pipe the grader holds (channel.Channel), in a folder of the process's own."""
         parallel.check(self.stop)
         self.runs += 1
         timeout = max(1.0, min(self.timeout, self.deadline - time.monotonic()))
         syscalls = seccomp.TOOL if self.wrapper else seccomp.PROGRAM
-        with sandbox.Channel() as report:
+        with channel.Channel() as report:
             args = [spec, "-r", "xml", "-o", report.path, "--rng-seed", str(self.seed),
                     "--durations", "yes"]  # each case's time
             if self.remote is not None:
-                pair = sandbox.run_pair([str(binary), *args], [*self.wrapper, str(self.remote)],
-                                        cwd=self.run_dir, timeout=timeout, env=self.env,
-                                        identity=self.identity, jail=self.jail,
-                                        channels=[report], syscalls=syscalls)
+                pair = pairs.run_pair([str(binary), *args], [*self.wrapper, str(self.remote)],
+                                      cwd=self.run_dir, timeout=timeout, env=self.env,
+                                      identity=self.identity, jail=self.jail,
+                                      channels=[report], syscalls=syscalls)
                 outcome = pair_outcome(pair)
             else:
                 outcome = sandbox.run([*self.wrapper, str(binary), *args], cwd=self.run_dir,
@@ -305,7 +305,7 @@ RUNNER_GONE = 75
 CONTEXT_LOST = 70
 
 
-def pair_outcome(pair: sandbox.PairOutcome) -> sandbox.Outcome:
+def pair_outcome(pair: pairs.PairOutcome) -> sandbox.Outcome:
     """One outcome for a checker and its runner, as a student reads it: the checker's while
     the runner ended as it should (at the end of the run), else the runner's (its crash, exit,
     time or memory is what ended the run); the output is both's, the runner's last."""

@@ -9,31 +9,31 @@ its place in the queue, the seconds since it was submitted; then the job's own p
 and at the end prints what the job printed, copies `check`'s results to `.grader/last/`, and
 exits with the job's exit status. Ctrl-C (or SIGTERM) cancels the job with `scancel`.
 
-The pure parts (the job's command line and script, reading squeue and sinfo) are functions of
-text; `run_job` is the one that submits and waits."""
+The pure parts (the job's command line and script; reading squeue and sinfo, slurm_output.py)
+are functions of text; `run_job` is the one that submits and waits."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
+from typing import Callable, NoReturn
 
 from ..course import course_file
 from .. import refcache
 from . import job_options
 from ..paths import ROOT
+from .slurm_output import (SQUEUE_FORMAT, JobState, default_partition, describe, has_gpu,
+                           parse_scontrol_state, parse_squeue, partition_gres, queue_position)
 
 JOBS = ROOT / ".grader" / "slurm"  # one folder per job, and the jobs' shared build folder
-FINISHED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
-            "PREEMPTED", "BOOT_FAIL", "DEADLINE", "SPECIAL_EXIT", "REVOKED")
 POLL_S = 2.0
 REPEAT_S = 30.0  # an unchanged state is said again this often
 GRACE_S = 30.0  # a finished job's files may take this long to show on a shared file system
@@ -142,7 +142,10 @@ def job_script(options: job_options.SlurmOptions, repo: str | Path, job_dir: str
     exit status into `job_dir/rc` (written last: its presence says the command is over).
     `lock`: a file the job holds with flock while it runs (the shared build folder)."""
     d = Path(job_dir)
-    q = lambda p: shlex.quote(str(p))
+
+    def q(path: str | Path) -> str:
+        return shlex.quote(str(path))
+
     command = '"$PYTHON" -m grader ' + " ".join(shlex.quote(a) for a in argv)
     if lock is not None:
         command = f"flock {q(lock)} {command}"
@@ -159,103 +162,9 @@ def job_script(options: job_options.SlurmOptions, repo: str | Path, job_dir: str
     return "\n".join(lines) + "\n"
 
 
-# --------------------------------------------------------------------------- reading Slurm
-
-@dataclass
-class JobState:
-    state: str  # PENDING, RUNNING, COMPLETING, COMPLETED, ...
-    reason: str = ""  # why it is pending ("Priority", "Resources"); "" when none
-    elapsed: str = ""  # squeue's run time, "0:00" while pending
-    node: str = ""
-
-    @property
-    def finished(self) -> bool:
-        return self.state in FINISHED
-
-
-SQUEUE_FORMAT = "%T|%r|%M|%N"
-
-
-def parse_squeue(text: str) -> JobState | None:
-    """`squeue -h -j ID -o '%T|%r|%M|%N'`: the job's state; None when squeue no longer
-    lists it."""
-    for line in text.splitlines():
-        parts = line.strip().split("|")
-        if len(parts) >= 2 and parts[0]:
-            reason = parts[1] if parts[1] not in ("None", "(null)") else ""
-            return JobState(parts[0], reason, parts[2] if len(parts) > 2 else "",
-                            parts[3] if len(parts) > 3 and parts[3] != "(null)" else "")
-    return None
-
-
-def parse_scontrol_state(text: str) -> JobState | None:
-    """`scontrol show job -o ID`: the state of a job squeue no longer lists."""
-    state = re.search(r"\bJobState=(\S+)", text)
-    if not state:
-        return None
-    reason = re.search(r"\bReason=(\S+)", text)
-    return JobState(state[1], reason[1] if reason and reason[1] != "None" else "")
-
-
-def queue_position(text: str, job_id: str) -> tuple[int, int] | None:
-    """`squeue -h -t PENDING -o %i -S -p,i` (highest priority first): (the job's place,
-    how many wait); None when the job is not among them."""
-    ids = [line.strip().split("_")[0] for line in text.splitlines() if line.strip()]
-    return (ids.index(job_id) + 1, len(ids)) if job_id in ids else None
-
-
-def partition_gres(text: str) -> dict[str, list[str]]:
-    """`sinfo -h -o '%P|%G'`: partition -> the GRES of its node groups (the default
-    partition's '*' dropped)."""
-    out: dict[str, list[str]] = {}
-    for line in text.splitlines():
-        if "|" not in line:
-            continue
-        name, gres = line.strip().split("|", 1)
-        out.setdefault(name.rstrip("*"), []).append(gres.strip())
-    return out
-
-
-def default_partition(text: str) -> str | None:
-    """The partition sinfo marks with '*'."""
-    for line in text.splitlines():
-        name = line.split("|", 1)[0].strip()
-        if name.endswith("*"):
-            return name[:-1]
-    return None
-
-
-def has_gpu(gres: list[str]) -> bool:
-    """Whether a node group offers a `gpu` GRES ("gpu:h100:4(S:0-1)", "gpu:2,shard:8")."""
-    for text in gres:
-        for item in re.split(r",(?![^(]*\))", text):
-            if item.strip().split(":")[0] == "gpu":
-                return True
-    return False
-
-
-def ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
-def describe(job_id: str, state: JobState, position: tuple[int, int] | None = None,
-             partition: str | None = None) -> str:
-    """The progress line's text."""
-    text = f"slurm job {job_id}: {state.state.lower()}"
-    if state.reason:
-        text += f" ({state.reason})"
-    if position:
-        text += (f", {ordinal(position[0])} of {position[1]} waiting"
-                 + (f" in partition {partition}" if partition else ""))
-    if state.node and state.state != "PENDING":
-        text += f" on {state.node}"
-    return text
-
-
 # --------------------------------------------------------------------------- the checks
 
-def _tool(name: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+def _tool(name: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run([name, *args], capture_output=True, text=True, timeout=timeout)
 
 
@@ -311,7 +220,7 @@ class _Cancel(Exception):
     pass
 
 
-def _raise_cancel(signum, frame):
+def _raise_cancel(signum: int, frame: FrameType | None) -> NoReturn:
     raise _Cancel(signal.Signals(signum).name)
 
 
@@ -388,7 +297,8 @@ def run_job(command: str, args: argparse.Namespace, root: Path = ROOT,
     return status
 
 
-def _wait(job_id: str, job_dir: Path, partition: str | None, say) -> int | None:
+def _wait(job_id: str, job_dir: Path, partition: str | None,
+          say: Callable[[str], None]) -> int | None:
     """Until the job's `rc` shows: the job's exit status; None (after saying why) when the
     job ended without one."""
     rc_file, err_file = job_dir / "rc", job_dir / "stderr"

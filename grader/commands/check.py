@@ -13,11 +13,12 @@ from pathlib import Path
 from .. import pipeline, workspace
 from ..cluster import job_submit
 from ..exports import write_exports
+from ..lab_parts import finish_unfinished
 from ..paths import ROOT, LabPaths
 from ..result import (GRADED, NO_SUBMISSION, PASSED, BuildRecord, GradeResult, LabResult,
                       PartResult)
 from ..rubric import Rubric, RubricError, load_rubric
-from ..scoring import finish_unfinished, grade_totals, lab_totals
+from ..scoring import grade_totals, lab_totals
 from ..exports.common import wrap
 from ..exports.table import needs_gpu
 from ._common import (GradingFlags, Subcommands, add_grading_flags, grade_submission,

@@ -6,7 +6,7 @@ import argparse
 
 from ..paths import discover_labs
 from ..rubric import Rubric, RubricError, load_rubric
-from ..scoring import bonus_offers, rubric_parts, stretch_name
+from ..lab_parts import bonus_offers, rubric_parts, stretch_name
 from ._common import Subcommands
 
 HELP = "list the labs, the files you edit in each and their points"

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..course import course_file, releases, student_copy
+from ..course import course_file, head_tree, releases, student_copy
 from ._common import Subcommands
 
 HELP = "write the student copy (no solutions, no hidden tests) as a new git repository"
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         made = releases.make_release(args.outdir, force=args.force, commit=not args.no_commit,
                                      labs=args.labs, earlier=args.earlier)
-    except (releases.ReleaseError, OSError) as err:
+    except (head_tree.ReleaseError, OSError) as err:
         print(f"release: {err}", file=sys.stderr)
         return 1
     print(f"wrote {len(made.files)} file(s) of {made.revision[:12]} to {args.outdir}, labs "

@@ -15,7 +15,7 @@ Those two are the copy's only workflows: both run on GitHub-hosted runners witho
 use no secret (the student writes every branch of the copy, so any workflow there runs what
 the student wrote). GPU grades come from the course's own repository (`workflow_notes`).
 
-Everything is made from HEAD (releases.Tree), so it is as committed as the rest.
+Everything is made from HEAD (head_tree.Tree), so it is as committed as the rest.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .. import sandbox
+from .. import bwrap, sandbox
 
 # What compute-sanitizer and ncu print when this machine does not let them at the GPU.
 REFUSED_RE = re.compile(r"ERR_NVGPUCTRPERM|permission|not supported on this|"
@@ -34,7 +34,7 @@ class Context:
     seed: int
     timeout: float
     binary: Callable[[str], Path | None]  # "tests_student" -> path, None if not built
-    jail: sandbox.Jail | None = None  # where the student's binaries run (grader/sandbox.py)
+    jail: bwrap.Jail | None = None  # where the student's binaries run (grader/sandbox.py)
     # time.monotonic() after which no more GPU work of this lab may start: one submission
     # can never hold the GPU (and a batch's GPU lock) past the lab's GPU time limit
     deadline: float = math.inf

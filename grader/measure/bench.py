@@ -3,7 +3,7 @@ document read through a pipe the grader holds), the document read into records
 (grader/benchdoc.py) and restated from its samples (samples.recompute), the scored
 comparison's summary kept in result.json, and the harness's verdicts on the timed runs, each
 as the sentence a reason quotes (None when all is well). The measurement (BenchRuns) is
-scored by scoring.performance_part and scoring.stretch_part."""
+scored by measured_parts.performance_part and measured_parts.stretch_part."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import sandbox, seccomp
+from .. import channel, pairs, sandbox, seccomp
 from ..result import BenchSummary, Timing
 from ..rubric import Performance
 from . import Context
-from ..benchdoc import (BenchError, Determinism, Document, PairTiming, Verification,
+from ..benchdoc import (Determinism, Document, PairTiming, Verification,
                        parse_document)
+from ..benchfields import BenchError
 from .samples import altered_problem, recompute
 
 BENCH_ALTERED = ("its document was altered after the bench ended (or written twice): not "
@@ -59,16 +60,16 @@ def run_bench(binary: Path, args: list[str], ctx: Context, trusted: bool,
     `runner`, `binary` is the lab's bench checker: it runs as the grader, outside the jail,
     and only the runner (the student's object) runs in the jail
     (common/include/cml/remote.hpp)."""
-    with sandbox.Channel() as doc:
+    with channel.Channel() as doc:
         cmd = [str(binary), *args, "--json", doc.path, "--seed", str(ctx.seed)]
         if trusted:  # the reference's bench: the grader's own code, outside the jail
             out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.timeout * 2, env=ctx.env,
                               fresh=True, channels=[doc])
         elif runner is not None:
-            pair = sandbox.run_pair(cmd, [str(runner)], cwd=ctx.run_dir,
-                                    timeout=ctx.limit(ctx.timeout * 2), env=ctx.env,
-                                    identity=ctx.identity, jail=ctx.jail, channels=[doc],
-                                    syscalls=seccomp.PROGRAM)
+            pair = pairs.run_pair(cmd, [str(runner)], cwd=ctx.run_dir,
+                                  timeout=ctx.limit(ctx.timeout * 2), env=ctx.env,
+                                  identity=ctx.identity, jail=ctx.jail, channels=[doc],
+                                  syscalls=seccomp.PROGRAM)
             out = pair.checker
         else:
             out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 2),

@@ -1,6 +1,6 @@
 """Memory safety as compute-sanitizer measures it: its runs of the test binaries (one tool
 on one binary each, run at the same time), its report read into a SanitizerSummary per tool,
-and the part's measurement (SanitizerRuns), scored by scoring.memory_safety_part.
+and the part's measurement (SanitizerRuns), scored by measured_parts.memory_safety_part.
 
 The report is text the student's program may have mixed its own output into: only the
 lines the tool prefixes with "=========" are read."""
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import confine, parallel, sandbox, seccomp
+from .. import channel, confine, pairs, parallel, sandbox, seccomp
 from ..linking import tests_kind
 from ..rubric import MemorySafety
 from ..tools import find_tool
@@ -230,14 +230,14 @@ class _SanitizerRun:
     def tests_args(self, report: str, seed: int) -> list[str]:
         return [self.spec, "-r", "xml", "-o", report, "--rng-seed", str(seed)]
 
-    def command(self, log: sandbox.Channel, report: str, seed: int) -> list[str]:
+    def command(self, log: channel.Channel, report: str, seed: int) -> list[str]:
         """Its command line, the tool's log written to `log`, the tests' report to `report`;
         the binary starts walled off from the log (grader/confine.py)."""
         return [*self.tool_command(log.path),
                 *confine.command([str(self.binary), *self.tests_args(report, seed)],
                                  (log.write_fd,))]
 
-    def runner_command(self, log: sandbox.Channel) -> list[str]:
+    def runner_command(self, log: channel.Channel) -> list[str]:
         """The tool on the runner, walled off from the log the same way."""
         assert self.remote is not None
         return [*self.tool_command(log.path),
@@ -255,15 +255,15 @@ def _run_sanitizer(one: _SanitizerRun, ctx: Context) -> tuple[sandbox.Outcome, s
     and no file an earlier run left. The tests' own report goes to a pipe too (the tool's
     log decides, not the report)."""
     # the time limit is taken when the run starts: what is left of the lab's GPU time then
-    with sandbox.Channel() as log, sandbox.Channel() as report:
+    with channel.Channel() as log, channel.Channel() as report:
         if one.remote is not None:
             # The tool watches the runner alone; the checker (the tests) runs outside the jail.
-            pair = sandbox.run_pair([str(one.binary), *one.tests_args(report.path, ctx.seed)],
-                                    one.runner_command(log),
-                                    cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3),
-                                    env=ctx.env, identity=ctx.identity, jail=ctx.jail,
-                                    channels=[report], runner_channels=[log],
-                                    syscalls=seccomp.TOOL)
+            pair = pairs.run_pair([str(one.binary), *one.tests_args(report.path, ctx.seed)],
+                                  one.runner_command(log),
+                                  cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3),
+                                  env=ctx.env, identity=ctx.identity, jail=ctx.jail,
+                                  channels=[report], runner_channels=[log],
+                                  syscalls=seccomp.TOOL)
             out = pair.runner
             if pair.checker.timed_out and not out.timed_out:
                 out = sandbox.Outcome(out.cmd, None, True, pair.checker.seconds,

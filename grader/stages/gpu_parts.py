@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Iterator
 
-from .. import scoring
+from .. import measured_parts, scoring
 from ..measure import Context, bench, profiler, sanitizer
 from ..result import LabResult, PartResult
 from .job import STAGE_BUDGET, LabJob
@@ -44,18 +44,18 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
         kinds = [(k, ms.tests) for k in TEST_KINDS
                  if any(c.matches(ms.tests) and c.runs_in(k)
                         for c in tested.canonical)]
-        gate = scoring.memory_safety_gate(tested.canonical, tested.runs, ms.tests)
+        gate = measured_parts.memory_safety_gate(tested.canonical, tested.runs, ms.tests)
         runs = None
         if not gate:
             with _section(job, "sanitizer", ctx):
                 runs = sanitizer.memory_safety(ms, ctx, kinds)
-        out.parts.append(scoring.memory_safety_part(ms, runs, gate))
+        out.parts.append(measured_parts.memory_safety_part(ms, runs, gate))
     perf = rubric.performance
     if perf:
         job.say(f"{folder}: timing the bench (yours and the reference)")
         with _section(job, "bench", ctx):
             timed = bench.performance(perf, ctx)
-        part = scoring.performance_part(perf, timed, full_groups)
+        part = measured_parts.performance_part(perf, timed, full_groups)
         out.parts.append(part)
         out.timing = timed.timing
         if rubric.stretch:
@@ -65,7 +65,7 @@ def run(job: LabJob, place: RunPlace, tested: TestRuns, full_groups: set[str],
         with _section(job, "profiler", ctx):
             found = profiler.metrics(rubric.metrics, ctx)
         for entry, measured in zip(rubric.metrics, found):
-            out.parts.append(scoring.metric_part(entry, measured, full_groups))
+            out.parts.append(measured_parts.metric_part(entry, measured, full_groups))
 
 
 def _stretch(job: LabJob, ctx: Context, tested: TestRuns, full_groups: set[str],
@@ -84,4 +84,4 @@ def _stretch(job: LabJob, ctx: Context, tested: TestRuns, full_groups: set[str],
         job.say(f"{job.lab.folder}: compute-sanitizer ({spec})")
         with _section(job, "sanitizer", ctx):
             found = sanitizer.memory_safety(replace(ms, tests=spec), ctx, kinds)
-    return scoring.stretch_part(stretch, timed, full_groups, found)
+    return measured_parts.stretch_part(stretch, timed, full_groups, found)

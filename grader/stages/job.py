@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .. import refcache, sandbox, workspace
+from .. import bwrap, refcache, sandbox, workspace
 from ..costs import Meter
 from ..gpu import GpuSection, no_lock
 from ..paths import LabPaths
@@ -28,7 +28,7 @@ class StudentTree:
     build: Path
     env: dict[str, str]
     identity: sandbox.Identity | None
-    jail: sandbox.Jail
+    jail: bwrap.Jail
 
 
 @dataclass

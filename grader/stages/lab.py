@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 
-from .. import scoring
+from .. import lab_parts
 from ..result import (BUILD_TIMEOUT, COMPILE_ERROR, NO_SUBMISSION, STATIC_VIOLATION,
                       LabResult)
 from . import build, gpu_parts, static, tests
@@ -28,7 +28,7 @@ def grade_lab(job: LabJob, lab_result: LabResult) -> None:
         part, lab_result.build = build.no_submission_part(job)
         lab_result.parts.append(part)
         lab_result.failure = NO_SUBMISSION
-        scoring.finish_unfinished(lab_result, rubric, part.reason)
+        lab_parts.finish_unfinished(lab_result, rubric, part.reason)
         return
 
     with job.costs.stage("build"), _BUILDS:
@@ -43,14 +43,14 @@ def grade_lab(job: LabJob, lab_result: LabResult) -> None:
             lab_result.build = built.record(errors=[])
             lab_result.parts.insert(0, build.quiet_part(built))
             lab_result.failure = STATIC_VIOLATION
-            scoring.finish_unfinished(lab_result, rubric, static.stopped_reason(violations))
+            lab_parts.finish_unfinished(lab_result, rubric, static.stopped_reason(violations))
             return
     lab_result.build = built.record()
     lab_result.parts.insert(0, build.part(job, built))
     if not built.outcome.ok:
         lab_result.failure = BUILD_TIMEOUT if built.outcome.timed_out else COMPILE_ERROR
-        scoring.finish_unfinished(lab_result, rubric, "No points: the build failed, so "
-                                  "this part could not run (see Build).")
+        lab_parts.finish_unfinished(lab_result, rubric, "No points: the build failed, so "
+                                    "this part could not run (see Build).")
         return
 
     binaries = build.binaries(job)
@@ -60,14 +60,14 @@ def grade_lab(job: LabJob, lab_result: LabResult) -> None:
     with job.costs.stage("tests"):
         place, canonical = tests.prepare(job, binaries)
         tested = tests.run(job, place, canonical)
-    scored = scoring.correctness(rubric, tested.canonical, tested.runs, job.has_gpu,
-                                 job.why_no_gpu)
+    scored = lab_parts.correctness(rubric, tested.canonical, tested.runs, job.has_gpu,
+                                   job.why_no_gpu)
     lab_result.parts += scored.parts
     lab_result.tests += scored.tests
     lab_result.build.test_runs = tested.log
 
     if not job.has_gpu:
-        lab_result.parts += scoring.not_graded_parts(rubric, job.why_no_gpu)
+        lab_result.parts += lab_parts.not_graded_parts(rubric, job.why_no_gpu)
         return
     gpu_parts.run(job, place, tested, scored.full_groups, lab_result)
 

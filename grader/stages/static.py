@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .. import sandbox, static_checks, workspace
+from .. import bwrap, sandbox, static_checks, workspace
 from ..result import GRADED, PartResult
 from .build import harness_tree, reference_object
 from .job import LabJob
@@ -21,7 +21,7 @@ def check(job: LabJob) -> tuple[PartResult, list[static_checks.Violation]]:
     obj = workspace.object_file(student.build, lab)
     reference = reference_object(job)
     jailed = sandbox.isolation().jailed
-    inside_src = Path(sandbox.JAIL_ROOT + "/src") if jailed else student.src
+    inside_src = Path(bwrap.JAIL_ROOT + "/src") if jailed else student.src
     rel = f"labs/{lab.folder}/{lab.topic}.cu"
     cmd = static_checks.compile_command_from_db(student.build, inside_src / rel)
     if obj is None or cmd is None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from .. import confine, parallel, sandbox, workspace
+from .. import bwrap, confine, parallel, workspace
 from ..linking import CHECKERS, tests_kind
 from ..result import CRASHED, FAILED, PASSED, TIMEOUT
 from ..catch2.testrun import Case, CaseRun, Runner, list_cases
@@ -31,7 +31,7 @@ class RunPlace:
     own, made in `run_dir` (at /cml/work)."""
 
     run_dir: Path
-    jail: sandbox.Jail
+    jail: bwrap.Jail
     binaries: dict[str, Path | None]
     # The runner of the student's object, when the lab's tests run as checker and runner
     # (common/include/cml/remote.hpp): the checkers hold the tests, outside the jail.
@@ -68,10 +68,10 @@ def prepare(job: LabJob, binaries: dict[str, Path | None]) -> tuple[RunPlace, li
     # shown in the jail as /cml/work; the student's user cannot write beside them.
     run_dir.mkdir(parents=True)
     run_dir.chmod(0o711)
-    jail = sandbox.Jail(gpu=job.has_gpu)
+    jail = bwrap.Jail(gpu=job.has_gpu)
     for kind in ("tests_student", "hidden_student", "bench_student", "runner"):
         if binary := binaries.get(kind):
-            jail.add(binary, f"{sandbox.JAIL_ROOT}/bin/{binary.name}")
+            jail.add(binary, f"{bwrap.JAIL_ROOT}/bin/{binary.name}")
     jail.add(confine.SCRIPT, confine.INSIDE)  # what a tool starts in place of the program
     return RunPlace(run_dir, jail, binaries, remote_runner(binaries)), canonical
 

@@ -18,7 +18,7 @@ import textwrap
 import unittest
 from pathlib import Path
 
-from grader import confine, sandbox
+from grader import bwrap, channel, confine, sandbox
 
 ABI = confine.landlock_abi()
 
@@ -76,7 +76,7 @@ class WallTest(unittest.TestCase):
 
     def run_tool(self, walled: bool) -> tuple[dict[str, bool], str]:
         """(door -> opened, the log as the grader read it)."""
-        with sandbox.Channel() as log:
+        with channel.Channel() as log:
             program = [sys.executable, str(self.dir / "program.py"), str(log.write_fd), "{M}",
                        "{TOOL}"]
             if walled:
@@ -114,7 +114,7 @@ class LauncherTest(unittest.TestCase):
         self.tmp.cleanup()
 
     def test_the_program_keeps_its_own_descriptors_and_arguments(self):
-        with sandbox.Channel() as log, tempfile.TemporaryFile() as other:
+        with channel.Channel() as log, tempfile.TemporaryFile() as other:
             os.set_inheritable(other.fileno(), True)
             out = subprocess.run(
                 confine.command([sys.executable, "-c", "import os, sys; "
@@ -147,11 +147,11 @@ class JailedWallTest(WallTest):
     def run_tool(self, walled: bool) -> tuple[dict[str, bool], str]:
         who = sandbox.unprivileged_identity()
         run_dir = sandbox.make_shared_dir(self.dir / "run", who)
-        jail = sandbox.Jail().add(self.dir / "tool.py", "/cml/bin/tool.py") \
+        jail = bwrap.Jail().add(self.dir / "tool.py", "/cml/bin/tool.py") \
             .add(self.dir / "program.py", "/cml/bin/program.py") \
             .add(confine.SCRIPT, confine.INSIDE)
         python = confine.python()
-        with sandbox.Channel() as log:
+        with channel.Channel() as log:
             program = [python, str(self.dir / "program.py"), str(log.write_fd), "{M}",
                        "{TOOL}"]
             if walled:

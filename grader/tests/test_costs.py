@@ -12,7 +12,7 @@ import unittest
 from pathlib import Path
 from types import SimpleNamespace
 
-from grader import costs, parallel, sandbox
+from grader import costs, pairs, parallel, sandbox
 
 
 def _true(cwd: Path) -> sandbox.Outcome:
@@ -40,9 +40,9 @@ class MeterTest(unittest.TestCase):
     def test_a_checker_and_its_runner_are_two_processes(self):
         meter = costs.Meter()
         with meter.stage("bench"):
-            sandbox.run_pair([sys.executable, "-c", "pass"],
-                             [sys.executable, "-c", "import sys; sys.exit(0)"],
-                             cwd=self.tmp, timeout=30, env={})
+            pairs.run_pair([sys.executable, "-c", "pass"],
+                           [sys.executable, "-c", "import sys; sys.exit(0)"],
+                           cwd=self.tmp, timeout=30, env={})
         self.assertEqual(meter.record()["bench"]["processes"], 2)
 
     def test_wall_time_adds_up_over_entries(self):

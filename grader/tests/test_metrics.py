@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Iterator
 from unittest import mock
 
-from grader import sandbox, scoring
-from grader.measure import Context, profiler
+from grader import measured_parts, sandbox, scoring
+from grader.measure import Context, metric_rules, ncu_csv, profiler
 from grader.paths import ROOT, LabPaths
 from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import RubricError, load_rubric, parse_rubric
@@ -141,7 +141,7 @@ def profiled(fake: FakeNcu, ncu: str | None = "/opt/ncu/ncu") -> Iterator[profil
 class MetricRun(unittest.TestCase):
     def measure(self, metric, fake: FakeNcu, groups=GROUPS, ncu="/opt/ncu/ncu"):
         with profiled(fake, ncu) as ctx:
-            return scoring.metric_part(metric, profiler.metric(metric, ctx), set(groups))
+            return measured_parts.metric_part(metric, profiler.metric(metric, ctx), set(groups))
 
 
 class NcuCommandTest(unittest.TestCase):
@@ -181,12 +181,12 @@ class MetricPartTest(MetricRun):
         fake = FakeNcu({"cml:candidate/": log("ncu_two_kernels.csv")})
         m = lab06_metric(LOADS)
         part = self.measure(m, fake)
-        rows = profiler.parse_ncu_log(log("ncu_two_kernels.csv")).rows
+        rows = ncu_csv.parse_ncu_log(log("ncu_two_kernels.csv")).rows
         halves = {}
         for name in ("transpose_top_half", "transpose_bottom_half"):
             mine = [r for r in rows if name in r["Kernel Name"]]
-            halves[name] = (sum(profiler._row_value(r, m.metric) or 0.0 for r in mine)
-                            / sum(profiler._row_value(r, m.per) or 0.0 for r in mine))
+            halves[name] = (sum(ncu_csv._row_value(r, m.metric) or 0.0 for r in mine)
+                            / sum(ncu_csv._row_value(r, m.per) or 0.0 for r in mine))
         self.assertEqual(part.details["kernels"], 8)  # 2 kernels x 4 calls
         self.assertAlmostEqual(part.details["value"], max(halves.values()))
         self.assertAlmostEqual(part.details["value"], 1.0107, places=4)
@@ -224,17 +224,17 @@ class MetricPartTest(MetricRun):
     def test_launches_inside_both_ranges_belong_to_neither_call(self):
         # A range pushed inside the student's call cannot pass its kernels off as the
         # baseline's (nor the other way round): a launch under both ranges counts for none.
-        rows = [{"ID": "0", profiler.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
+        rows = [{"ID": "0", ncu_csv.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
                  'cml:candidate:none:none:none:none:none:none" "<default domain>:cml:baseline:'
                  'none:none:none:none:none:none"'},
-                {"ID": "1", profiler.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
+                {"ID": "1", ncu_csv.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
                  'cml:candidate:none:none:none:none:none:none"'},
-                {"ID": "2", profiler.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
+                {"ID": "2", ncu_csv.NVTX_STACK_COLUMN + ":PL_Type": '1 "<default domain>:'
                  'cml:baseline_x:none:none:none:none:none:none"'}]
-        self.assertEqual([r["ID"] for r in profiler.rows_of_call(rows, "candidate")], ["1"])
-        self.assertEqual(profiler.rows_of_call(rows, "baseline"), [])
-        self.assertEqual(len(profiler.rows_of_call(rows, "any")), 3)
-        self.assertIsNone(profiler.rows_of_call([{"ID": "0"}], "candidate"))
+        self.assertEqual([r["ID"] for r in ncu_csv.rows_of_call(rows, "candidate")], ["1"])
+        self.assertEqual(ncu_csv.rows_of_call(rows, "baseline"), [])
+        self.assertEqual(len(ncu_csv.rows_of_call(rows, "any")), 3)
+        self.assertIsNone(ncu_csv.rows_of_call([{"ID": "0"}], "candidate"))
 
     def test_a_bench_that_marks_no_call_is_not_the_students_loss(self):
         fake = FakeNcu({"cml:candidate/": log("ncu_no_kernels.log"),
@@ -308,7 +308,8 @@ class MetricPartTest(MetricRun):
         for words in ("bank conflict", "kTile + 1",
                       'section "4. Write: the transpose through a shared tile"'):
             self.assertIn(words, part.reason)
-        self.assertTrue(part.reason.endswith(scoring.metric_explanation(metric)), part.reason)
+        self.assertTrue(part.reason.endswith(measured_parts.metric_explanation(metric)),
+                        part.reason)
         # full points, or points held back by a correctness group, say nothing of it
         kept = self.measure(metric, FakeNcu({"cml:candidate/": log("ncu_textbook_padded.csv")}))
         self.assertEqual(kept.reason, "")
@@ -416,10 +417,10 @@ class KernelsOfTheCallTest(MetricRun):
 
     def run_call(self, metric, groups, columns, units, launches):
         text = ncu_log(columns, units, launches)
-        rows = profiler.parse_ncu_log(text).rows
-        together = profiler.ncu_aggregate(rows, metric.metric)
+        rows = ncu_csv.parse_ncu_log(text).rows
+        together = ncu_csv.ncu_aggregate(rows, metric.metric)
         if metric.per:
-            together /= profiler.ncu_aggregate(rows, metric.per)
+            together /= ncu_csv.ncu_aggregate(rows, metric.per)
         return self.measure(metric, FakeNcu({"cml:candidate/": text}), groups), together
 
     def inside(self, metric, value: float) -> bool:
@@ -534,10 +535,10 @@ class KernelsOfTheCallTest(MetricRun):
     def test_a_reported_metric_or_a_total_is_the_whole_call(self):
         metric = lab06_metric("Shared-memory wavefronts per load instruction, conflicted")
         self.assertIsNone(metric.expect_max)
-        rows = profiler.parse_ncu_log(ncu_log(SHARED_LD, ["", "inst"], [
+        rows = ncu_csv.parse_ncu_log(ncu_log(SHARED_LD, ["", "inst"], [
             ("a(int)", 32 * REQUESTS, REQUESTS), ("b(int)", REQUESTS, REQUESTS)])).rows
         details: dict = {}
-        self.assertEqual(profiler.judge_kernels(rows, metric, 16.5, details=details), 16.5)
+        self.assertEqual(metric_rules.judge_kernels(rows, metric, 16.5, details=details), 16.5)
         self.assertIsNone(details["decided_by"])
         self.assertEqual([k["value"] for k in details["by_kernel"]], [32.0, 1.0])
 
@@ -556,12 +557,12 @@ class KernelsOfTheCallTest(MetricRun):
         self.assertEqual(part.points, metric.points)
 
     def test_kernel_labels(self):
-        self.assertEqual(profiler.kernel_label(
+        self.assertEqual(metric_rules.kernel_label(
             "(anonymous namespace)::transpose_padded(const float *, float *, int, int)"),
             "transpose_padded")
-        self.assertEqual(profiler.kernel_label("void tiled_kernel<32>(const float *, int)"),
+        self.assertEqual(metric_rules.kernel_label("void tiled_kernel<32>(const float *, int)"),
                          "tiled_kernel<32>")
-        self.assertEqual(profiler.kernel_label("chase"), "chase")
+        self.assertEqual(metric_rules.kernel_label("chase"), "chase")
 
     def test_kernel_labels_are_whole(self):
         """ncu's "<unnamed>::" is the anonymous namespace too, and a name keeps what comes
@@ -580,7 +581,7 @@ class KernelsOfTheCallTest(MetricRun):
                 ("void chase_tuned_kernel<256, 8>(const unsigned int *, unsigned long *)",
                  "chase_tuned_kernel<256, 8>")):
             with self.subTest(name=name):
-                self.assertEqual(profiler.kernel_label(name), label)
+                self.assertEqual(metric_rules.kernel_label(name), label)
 
 
 class Lab06ThresholdsTest(MetricRun):
@@ -786,16 +787,16 @@ class MetricPointsTest(unittest.TestCase):
 
 class NcuLogTest(unittest.TestCase):
     def test_no_kernels_is_an_empty_result_and_errors_are_ncus_own(self):
-        empty = profiler.parse_ncu_log(log("ncu_no_kernels.log"))
+        empty = ncu_csv.parse_ncu_log(log("ncu_no_kernels.log"))
         self.assertEqual((empty.rows, empty.errors), ([], []))
         self.assertEqual(empty.warnings, ["No kernels were profiled."])
-        refused = profiler.parse_ncu_log(log("ncu_refused.log"))
+        refused = ncu_csv.parse_ncu_log(log("ncu_refused.log"))
         self.assertTrue(refused.errors[0].startswith("ERR_NVGPUCTRPERM"))
 
     def test_only_what_ncu_writes_is_believed(self):
         clean = log("ncu_unpadded.csv")
-        self.assertEqual(profiler.foreign_lines(clean), "")
-        self.assertEqual(profiler.foreign_lines(log("ncu_no_kernels.log")), "")
+        self.assertEqual(ncu_csv.foreign_lines(clean), "")
+        self.assertEqual(ncu_csv.foreign_lines(log("ncu_no_kernels.log")), "")
         lines = clean.splitlines()
         at = next(i for i, ln in enumerate(lines) if ln.startswith('"ID"'))
         cases = {
@@ -808,16 +809,16 @@ class NcuLogTest(unittest.TestCase):
         }
         for said, text in cases.items():
             with self.subTest(said):
-                found = profiler.parse_ncu_log(text)
+                found = ncu_csv.parse_ncu_log(text)
                 self.assertIn(said.strip(), found.foreign)
                 self.assertEqual(found.rows, [])
 
     def test_aggregates(self):
-        rows = profiler.parse_ncu_log(log("ncu_unpadded.csv")).rows
+        rows = ncu_csv.parse_ncu_log(log("ncu_unpadded.csv")).rows
         requests = "smsp__inst_executed_op_shared_ld.sum"
-        self.assertEqual(profiler.ncu_aggregate(rows, requests), 4 * 32768)
-        self.assertIsNone(profiler.ncu_aggregate(rows, "dram__bytes_read.sum"))
-        self.assertIsNone(profiler.ncu_aggregate([], requests))
+        self.assertEqual(ncu_csv.ncu_aggregate(rows, requests), 4 * 32768)
+        self.assertIsNone(ncu_csv.ncu_aggregate(rows, "dram__bytes_read.sum"))
+        self.assertIsNone(ncu_csv.ncu_aggregate([], requests))
 
 
 if __name__ == "__main__":

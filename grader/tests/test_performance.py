@@ -1,4 +1,4 @@
-"""bench.performance() and scoring.performance_part() on bench documents of schema
+"""bench.performance() and measured_parts.performance_part() on bench documents of schema
 cml-bench/2: the harness's verdicts on the scored comparison (whole-output verification,
 launches per call, determinism, the host-time review flag) decide the speed part before any
 speed is scored.
@@ -20,10 +20,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
 
-from grader import scoring
+from grader import measured_parts
 from grader.measure import Context, bench, floor, samples, sanitizer, profiler
 from grader.costs import Meter
-from grader.benchdoc import BENCH_SCHEMA, BenchError, parse_document, read_document
+from grader.benchdoc import BENCH_SCHEMA, parse_document, read_document
+from grader.benchfields import BenchError
 from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import Performance
 
@@ -63,7 +64,7 @@ class PerformanceTest(unittest.TestCase):
         self.runs: list[tuple[str, Path | None]] = []
         with mock.patch.object(bench, "run_bench", fake_run):
             runs = bench.performance(perf, self.ctx)
-        return scoring.performance_part(perf, runs, set(groups)), runs.timing
+        return measured_parts.performance_part(perf, runs, set(groups)), runs.timing
 
     def test_the_students_bench_runs_as_checker_and_runner(self):
         # Where the lab runs as checker and runner, the student's bench is the bench checker
@@ -322,7 +323,7 @@ class PerformanceTest(unittest.TestCase):
         perf = self.rubric.performance
         with mock.patch.object(bench, "run_bench", fake_run):
             runs = bench.performance(perf, ctx)
-        return scoring.performance_part(perf, runs, {GROUP}), calls
+        return measured_parts.performance_part(perf, runs, {GROUP}), calls
 
     def test_a_student_copy_times_the_students_bench_alone(self):
         part, calls = self.student_copy(self.with_limits(load("verified.json")))
@@ -518,16 +519,18 @@ class AlteredBenchDocumentTest(unittest.TestCase):
     def test_a_document_written_twice_scores_nothing_and_is_flagged(self):
         runs = self.run_fake("twice")
         self.assertIn(bench.BENCH_ALTERED, runs.altered)
-        part = scoring.performance_part(Performance(points=20, bench_args=[], requires=[],
-                                                    comparison="tiled"), runs, set())
+        part = measured_parts.performance_part(Performance(points=20, bench_args=[],
+                                                           requires=[], comparison="tiled"),
+                                               runs, set())
         self.assertEqual(part.points, 0.0)
         self.assertEqual(part.status, "review")
 
     def test_a_document_the_harness_cannot_have_written_is_flagged(self):
         runs = self.run_fake("mistyped")
         self.assertIn("passed", runs.altered)
-        part = scoring.performance_part(Performance(points=20, bench_args=[], requires=[],
-                                                    comparison="tiled"), runs, set())
+        part = measured_parts.performance_part(Performance(points=20, bench_args=[],
+                                                           requires=[], comparison="tiled"),
+                                               runs, set())
         self.assertEqual(part.points, 0.0)
         self.assertEqual(part.status, "review")
 

@@ -1,5 +1,5 @@
 """compute-sanitizer's report, ncu's CSV and the bench's JSON document read
-(grader/measure/sanitizer.py, profiler.py, grader/benchdoc.py), on sample outputs in data/."""
+(grader/measure/sanitizer.py, ncu_csv.py, grader/benchdoc.py), on sample outputs in data/."""
 
 import json
 import re
@@ -7,9 +7,10 @@ import unittest
 from pathlib import Path
 
 from grader.measure.bench import timed_output_problem
-from grader.benchdoc import BenchError, Document, parse_document
-from grader.measure import profiler
-from grader.measure.profiler import NcuError, ncu_kernels, ncu_number, parse_ncu_csv
+from grader.benchdoc import Document, parse_document
+from grader.benchfields import BenchError
+from grader.measure import ncu_csv
+from grader.measure.ncu_csv import NcuError, ncu_kernels, ncu_number, parse_ncu_csv
 from grader.measure.sanitizer import parse_sanitizer_output
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -107,8 +108,8 @@ class SanitizerTest(unittest.TestCase):
 
 def ncu_metric(rows, metric: str, kernel_regex: str) -> list[float]:
     """`metric` of every launch whose kernel matches, as the profiler reads one launch."""
-    return [v for r in rows if re.search(kernel_regex, profiler._kernel_name(r))
-            if (v := profiler._row_value(r, metric)) is not None]
+    return [v for r in rows if re.search(kernel_regex, ncu_csv._kernel_name(r))
+            if (v := ncu_csv._row_value(r, metric)) is not None]
 
 
 class NcuTest(unittest.TestCase):

@@ -14,7 +14,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from grader import pipeline, refcache, sandbox, workspace
+from grader import bwrap, pipeline, refcache, sandbox, workspace
 from grader.paths import ROOT, LabPaths, find_lab
 from grader.rubric import load_rubric
 
@@ -273,7 +273,7 @@ class ConfigureStudentTest(unittest.TestCase):
             return workspace.BuildOutcome(True, 0.1)
 
         build.mkdir(parents=True, exist_ok=True)
-        student = StudentTree(self.tmp / "tree", build, {}, None, sandbox.Jail())
+        student = StudentTree(self.tmp / "tree", build, {}, None, bwrap.Jail())
         with mock.patch.object(workspace, "cmake_configure", fake):
             return self.prepare._configure_student(student, self.out, 60, "90", cache)
 

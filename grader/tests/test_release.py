@@ -14,7 +14,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from grader.course import releases
+from grader.course import answer_leaks, copy_files, head_tree, releases
 from grader.paths import ROOT, discover_labs
 from grader.tools import find_catch2, find_nlohmann_json, find_tool
 
@@ -68,9 +68,9 @@ class RulesTest(unittest.TestCase):
                    "tools/pr_latency.py", "grader/tests/test_pr_latency.py",
                    "grader/__pycache__/x.pyc", "build/CMakeCache.txt", "CONTRIBUTING.md"]
         for rel in inside:
-            self.assertTrue(releases.included(rel), rel)
+            self.assertTrue(copy_files.included(rel), rel)
         for rel in outside:
-            self.assertFalse(releases.included(rel), rel)
+            self.assertFalse(copy_files.included(rel), rel)
 
     def test_which_lab_a_path_belongs_to(self):
         cases = {"labs/04_tiled_matmul/tests/matmul_check.hpp": "04_tiled_matmul",
@@ -79,22 +79,22 @@ class RulesTest(unittest.TestCase):
                  "labs/_template/topic.cu": None, "common/src/bench.cpp": None,
                  "handouts/figures/09_new.svg": None, "README.md": None}
         for rel, lab in cases.items():
-            self.assertEqual(releases.lab_of(rel, FOLDERS), lab, rel)
+            self.assertEqual(copy_files.lab_of(rel, FOLDERS), lab, rel)
 
     def test_choosing_labs(self):
-        self.assertEqual(releases.choose("", FOLDERS), FOLDERS)
-        self.assertEqual(releases.choose("5,4,lab04", FOLDERS),
+        self.assertEqual(copy_files.choose("", FOLDERS), FOLDERS)
+        self.assertEqual(copy_files.choose("5,4,lab04", FOLDERS),
                          ["04_tiled_matmul", "05_boundary_checks"])
-        with self.assertRaisesRegex(releases.ReleaseError, "no lab '9'"):
-            releases.choose("9", FOLDERS)
+        with self.assertRaisesRegex(head_tree.ReleaseError, "no lab '9'"):
+            copy_files.choose("9", FOLDERS)
 
     def test_lines_that_prove_nothing(self):
         for line in ("}", "return 0;", "// the answer is to add one", "#include <vector>",
                      "std::vector<std::uint32_t> addresses;", "d.size = prop.size;",
                      "const int tx = threadIdx.x;", "-------- ========"):
-            self.assertTrue(releases._proves_nothing(line), line)
+            self.assertTrue(answer_leaks._proves_nothing(line), line)
         for line in ("c[row * n + col] = acc + bias;", "const int i = (n + 31) / 32 * 32;"):
-            self.assertFalse(releases._proves_nothing(line), line)
+            self.assertFalse(answer_leaks._proves_nothing(line), line)
 
 
 def _case_names(path: Path) -> set[str]:
@@ -128,7 +128,7 @@ class LeakTest(unittest.TestCase):
     def refused(self, repo: Path, **kw) -> str:
         """The release's message; checks that nothing was written."""
         out = self.tmp / f"out{self.count}"
-        with self.assertRaises(releases.ReleaseError) as caught:
+        with self.assertRaises(head_tree.ReleaseError) as caught:
             releases.make_release(out, root=repo, **kw)
         self.assertFalse(out.exists() and any(out.iterdir()))
         return str(caught.exception)
@@ -140,7 +140,7 @@ class LeakTest(unittest.TestCase):
         plan = releases.plan_release(self.base)
         self.assertEqual((plan.problems, plan.leaks), ([], []))
         self.assertEqual(plan.labs, [lab.folder for lab in discover_labs(self.base)])
-        secret = releases.secret_lines(releases.read_head(self.base))
+        secret = answer_leaks.secret_lines(head_tree.read_head(self.base))
         for folder in plan.labs:  # every lab's answer and hidden tests are searched for
             kinds = {s.kind for s in secret.values() if s.lab == folder}
             self.assertLessEqual({"answer", "hidden test"}, kinds, folder)
@@ -159,7 +159,7 @@ class LeakTest(unittest.TestCase):
 
     def test_one_answer_line_quoted_in_its_own_handout(self):
         repo = self.clone()
-        secret = releases.secret_lines(releases.read_head(repo))
+        secret = answer_leaks.secret_lines(head_tree.read_head(repo))
         line = next(line for line, s in secret.items()
                     if s.lab == "02_coalescing" and s.kind == "answer")
         with open(repo / "handouts/02_coalescing.md", "a") as f:
@@ -225,7 +225,7 @@ class LeakTest(unittest.TestCase):
         self.assertIn(f'names the hidden test case "{name}"', self.refused(repo))
 
     def test_lab_05_goes_out_only_with_or_after_lab_04(self):
-        self.assertEqual(releases.declared_answers(releases.read_head(self.base),
+        self.assertEqual(copy_files.declared_answers(head_tree.read_head(self.base),
                                                    "05_boundary_checks"), ["04_tiled_matmul"])
         message = self.refused(self.base, labs="05")
         self.assertIn("labs/05_boundary_checks holds the answer of 04_tiled_matmul", message)
@@ -248,15 +248,15 @@ class LeakTest(unittest.TestCase):
         rubric = repo / "labs/06_bank_conflicts/grading.toml"
         rubric.write_text(rubric.read_text() + '\n[release]\ncontains_answers_of = ["03"]\n')
         self.commit(repo)
-        tree = releases.read_head(repo)
-        self.assertEqual(releases.declared_answers(tree, "06_bank_conflicts"),
+        tree = head_tree.read_head(repo)
+        self.assertEqual(copy_files.declared_answers(tree, "06_bank_conflicts"),
                          ["03_shared_memory"])
         self.assertIn("holds the answer of 03_shared_memory",
                       "\n".join(releases.plan_release(repo, labs="06", tree=tree).problems))
         rubric.write_text(rubric.read_text().replace('["03"]', '"03"'))
         self.commit(repo)
-        with self.assertRaisesRegex(releases.ReleaseError, "must be an array of lab folders"):
-            releases.declared_answers(releases.read_head(repo), "06_bank_conflicts")
+        with self.assertRaisesRegex(head_tree.ReleaseError, "must be an array of lab folders"):
+            copy_files.declared_answers(head_tree.read_head(repo), "06_bank_conflicts")
 
     def test_a_staged_release_holds_only_its_labs(self):
         out = self.tmp / "staged"
@@ -323,7 +323,7 @@ class ReleaseTest(unittest.TestCase):
         self.assertNotIn("CONTRIBUTING.md", self.files)  # how to work on the course: staff only
 
     def test_no_solution_or_hidden_test_by_content(self):
-        secret = releases.secret_lines(releases.read_head(self.repo))
+        secret = answer_leaks.secret_lines(head_tree.read_head(self.repo))
         hidden_names = set()
         for path in (self.repo / "solutions").rglob("*.c*"):
             if "tests" in path.parts:
@@ -333,7 +333,7 @@ class ReleaseTest(unittest.TestCase):
             public_names |= _case_names(path)
         hidden_names -= public_names
         self.assertTrue(hidden_names)
-        allowed = releases.declared_answers(releases.read_head(self.repo), "05_boundary_checks")
+        allowed = copy_files.declared_answers(head_tree.read_head(self.repo), "05_boundary_checks")
         texts = {}
         for rel in self.files:
             try:
@@ -366,7 +366,7 @@ class ReleaseTest(unittest.TestCase):
         self.assertEqual(sorted(git(self.out, "ls-files").split()), self.files)
 
     def test_refuses_a_folder_that_is_not_empty(self):
-        with self.assertRaisesRegex(releases.ReleaseError, "not empty"):
+        with self.assertRaisesRegex(head_tree.ReleaseError, "not empty"):
             releases.make_release(self.out, root=self.repo)
 
     def test_the_copys_grader_tests_pass_without_solutions(self):

@@ -10,7 +10,7 @@ import time
 import unittest
 from pathlib import Path
 
-from grader import sandbox, seccomp
+from grader import bwrap, channel, sandbox, seccomp
 
 # A Python the unprivileged user and the jail can run (the system's; one in root's home is
 # closed to them).
@@ -80,7 +80,7 @@ class SandboxTest(unittest.TestCase):
 
     def test_a_document_comes_through_the_grader_pipe_and_nothing_is_left_on_disk(self):
         self.dir.chmod(0o711)  # the unprivileged user's folder is made in it
-        with sandbox.Channel() as doc:
+        with channel.Channel() as doc:
             out = sandbox.run([PYTHON, "-c", "import sys; open(sys.argv[1], 'w')"
                                ".write('<doc/>')", doc.path], cwd=self.dir, timeout=30,
                               env=self.env, identity=sandbox.unprivileged_identity(),
@@ -100,7 +100,7 @@ class SandboxTest(unittest.TestCase):
                 "        os.read(os.open(sys.argv[1], flags), 100); print('drained')\n"
                 "    except OSError as err:\n"
                 "        print('refused', err.errno)\n")
-        with sandbox.Channel() as doc:
+        with channel.Channel() as doc:
             out = sandbox.run([PYTHON, "-c", code, doc.path], cwd=self.dir, timeout=30,
                               env=self.env, identity=sandbox.unprivileged_identity(),
                               fresh=True, channels=[doc])
@@ -110,7 +110,7 @@ class SandboxTest(unittest.TestCase):
         self.assertEqual(doc.text(), "<doc/>")
 
     def test_a_document_larger_than_the_cap_is_said_and_never_blocks_the_writer(self):
-        with sandbox.Channel(limit=1000) as doc:
+        with channel.Channel(limit=1000) as doc:
             out = sandbox.run([sys.executable, "-c", "import sys; f = open(sys.argv[1], 'w'); "
                                "f.write('x' * (4 << 20)); f.close(); print('wrote')",
                                doc.path], cwd=self.dir, timeout=30, env=self.env,
@@ -152,7 +152,7 @@ class JailTest(unittest.TestCase):
         self.secret = self.dir / "solutions" / "answer.cu"
         self.secret.parent.mkdir()
         self.secret.write_text("the reference")
-        self.jail = sandbox.Jail().add(self.run_dir, "/cml/run", writable=True)
+        self.jail = bwrap.Jail().add(self.run_dir, "/cml/run", writable=True)
         self.env = sandbox.scrubbed_env(self.run_dir)
 
     def tearDown(self):
@@ -234,14 +234,14 @@ class JailTest(unittest.TestCase):
                 "os.environ['HOME'] + ' ' + str(os.listdir('.'))); open('marker', 'w')")
         docs = []
         for _ in range(2):
-            with sandbox.Channel() as doc:
+            with channel.Channel() as doc:
                 out = sandbox.run([SYSTEM_PYTHON, "-c", code, doc.path], cwd=self.run_dir,
                                   timeout=30, env=self.env, identity=self.who,
-                                  jail=sandbox.Jail(), fresh=True, channels=[doc],
+                                  jail=bwrap.Jail(), fresh=True, channels=[doc],
                                   syscalls=seccomp.PROGRAM)
             self.assertEqual(out.returncode, 0, out.output_tail)
             docs.append(doc.text())
-        self.assertEqual(docs, [f"{sandbox.WORK_INSIDE} {sandbox.WORK_INSIDE} []"] * 2)
+        self.assertEqual(docs, [f"{bwrap.WORK_INSIDE} {bwrap.WORK_INSIDE} []"] * 2)
         self.assertEqual(list(self.run_dir.iterdir()), [])
 
     @unittest.skipUnless(seccomp.filters().available, seccomp.filters().why)

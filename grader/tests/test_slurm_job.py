@@ -19,7 +19,7 @@ from pathlib import Path
 from unittest import mock
 
 from grader.course import course_file
-from grader.cluster import job_submit
+from grader.cluster import job_submit, slurm_output
 from grader.__main__ import build_parser
 from grader.cluster.job_options import SlurmOptions
 
@@ -91,42 +91,42 @@ exit 3
 
 class PureTest(unittest.TestCase):
     def test_squeue_and_scontrol_states(self):
-        state = job_submit.parse_squeue("PENDING|Priority|0:00|\n")
+        state = slurm_output.parse_squeue("PENDING|Priority|0:00|\n")
         self.assertEqual((state.state, state.reason, state.node), ("PENDING", "Priority", ""))
-        state = job_submit.parse_squeue("RUNNING|None|1:02|gpu07\n")
+        state = slurm_output.parse_squeue("RUNNING|None|1:02|gpu07\n")
         self.assertEqual((state.state, state.reason, state.elapsed, state.node),
                          ("RUNNING", "", "1:02", "gpu07"))
         self.assertFalse(state.finished)
-        self.assertIsNone(job_submit.parse_squeue(""))
-        self.assertTrue(job_submit.parse_squeue("TIMEOUT|None|20:00|gpu07").finished)
-        done = job_submit.parse_scontrol_state("JobId=7 JobName=x JobState=CANCELLED "
+        self.assertIsNone(slurm_output.parse_squeue(""))
+        self.assertTrue(slurm_output.parse_squeue("TIMEOUT|None|20:00|gpu07").finished)
+        done = slurm_output.parse_scontrol_state("JobId=7 JobName=x JobState=CANCELLED "
                                                "Reason=None Dependency=(null)")
         self.assertEqual((done.state, done.reason, done.finished), ("CANCELLED", "", True))
-        self.assertIsNone(job_submit.parse_scontrol_state("slurm_load_jobs error: Invalid"))
+        self.assertIsNone(slurm_output.parse_scontrol_state("slurm_load_jobs error: Invalid"))
 
     def test_queue_position_and_the_progress_text(self):
         queue = "40\n4242\n4243_[1-3]\n"
-        self.assertEqual(job_submit.queue_position(queue, "4242"), (2, 3))
-        self.assertEqual(job_submit.queue_position(queue, "4243"), (3, 3))
-        self.assertIsNone(job_submit.queue_position(queue, "99"))
-        pending = job_submit.JobState("PENDING", "Priority")
-        self.assertEqual(job_submit.describe("4242", pending, (2, 3), "gpu"),
+        self.assertEqual(slurm_output.queue_position(queue, "4242"), (2, 3))
+        self.assertEqual(slurm_output.queue_position(queue, "4243"), (3, 3))
+        self.assertIsNone(slurm_output.queue_position(queue, "99"))
+        pending = slurm_output.JobState("PENDING", "Priority")
+        self.assertEqual(slurm_output.describe("4242", pending, (2, 3), "gpu"),
                          "slurm job 4242: pending (Priority), 2nd of 3 waiting in partition gpu")
-        running = job_submit.JobState("RUNNING", "", "0:05", "gpu07")
-        self.assertEqual(job_submit.describe("4242", running), "slurm job 4242: running on gpu07")
-        self.assertEqual([job_submit.ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 112)],
+        running = slurm_output.JobState("RUNNING", "", "0:05", "gpu07")
+        self.assertEqual(slurm_output.describe("4242", running), "slurm job 4242: running on gpu07")
+        self.assertEqual([slurm_output.ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 112)],
                          ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "112th"])
 
     def test_sinfo_gres(self):
         text = "debug*|(null)\ngpu|gpu:h100:4(S:0-1)\ngpu|(null)\nmixed|shard:8,gpu:2\n"
-        table = job_submit.partition_gres(text)
-        self.assertEqual(job_submit.default_partition(text), "debug")
+        table = slurm_output.partition_gres(text)
+        self.assertEqual(slurm_output.default_partition(text), "debug")
         self.assertEqual(sorted(table), ["debug", "gpu", "mixed"])
-        self.assertFalse(job_submit.has_gpu(table["debug"]))
-        self.assertTrue(job_submit.has_gpu(table["gpu"]))
-        self.assertTrue(job_submit.has_gpu(table["mixed"]))
-        self.assertFalse(job_submit.has_gpu(["gpus_not:1", "shard:8"]))
-        self.assertIsNone(job_submit.default_partition("gpu|gpu:1\n"))
+        self.assertFalse(slurm_output.has_gpu(table["debug"]))
+        self.assertTrue(slurm_output.has_gpu(table["gpu"]))
+        self.assertTrue(slurm_output.has_gpu(table["mixed"]))
+        self.assertFalse(slurm_output.has_gpu(["gpus_not:1", "shard:8"]))
+        self.assertIsNone(slurm_output.default_partition("gpu|gpu:1\n"))
 
     def test_the_jobs_command_line_is_the_command_without_slurm(self):
         args = build_parser().parse_args(

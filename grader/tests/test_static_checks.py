@@ -337,9 +337,9 @@ class StageOrderTest(unittest.TestCase):
                 mock.patch.multiple(lab_stage.tests, prepare=record("tests.prepare", (None, [])),
                                     run=record("tests.run", tested)), \
                 mock.patch.multiple(lab_stage.gpu_parts, run=record("gpu_parts.run")), \
-                mock.patch.multiple(lab_stage.scoring, correctness=record("score", scored),
-                                    finish_unfinished=record("finish"),
-                                    not_graded_parts=record("not_graded", [])):
+                mock.patch.multiple(lab_stage.lab_parts, correctness=record("score", scored),
+                                      finish_unfinished=record("finish"),
+                                      not_graded_parts=record("not_graded", [])):
             result = LabResult("04_tiled_matmul", "t", 0.0, 100.0)
             lab_stage.grade_lab(job, result)
         return calls, result

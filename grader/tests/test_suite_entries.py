@@ -163,13 +163,13 @@ if __name__ == "__main__":
 
 class StudentCopyModulesTest(unittest.TestCase):
     """Every test module a student copy keeps loads there, where the files `release` leaves
-    out (grader/course/releases.py EXCLUDE: the lab fixtures, the golden results...) are
+    out (grader/course/copy_files.py EXCLUDE: the lab fixtures, the golden results...) are
     missing: a module that needs them skips its tests instead of raising at import, which
     `python3 -m unittest MODULE` (a CTest entry) reports as an error (issue 36, item 1)."""
 
     def test_every_kept_module_loads_without_the_left_out_files(self):
         import fnmatch
-        from grader.course.releases import EXCLUDE
+        from grader.course.copy_files import EXCLUDE
         tmp = Path(tempfile.mkdtemp(prefix="cml-copy-modules-"))
         self.addCleanup(shutil.rmtree, tmp, True)
 

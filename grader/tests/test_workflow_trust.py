@@ -200,10 +200,10 @@ def copy_workflows() -> dict[str, str]:
     """The workflows `grader release` puts in the student copy (in a student copy: its own)."""
     if not COURSE:
         return course_workflows()
-    from grader.course import releases, student_copy
-    tree = releases.read_head()
+    from grader.course import copy_files, head_tree, student_copy
+    tree = head_tree.read_head()
     files = {rel: tree.text(rel) or "" for rel in tree.modes
-             if rel.startswith(".github/") and releases.included(rel)}
+             if rel.startswith(".github/") and copy_files.included(rel)}
     overlay = student_copy.overlay(tree, tree.labs())
     files.update({rel: data.decode() for rel, data in overlay.items()
                   if rel.startswith(".github/")})
