@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from ..paths import LAB_DIR_RE
-from ..rubric import tomllib
+from ..tomlreader import tomllib
 from .head_tree import ReleaseError, Tree
 
 # Top-level entries of the student copy (files or folders; folders whole unless below).

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import ROOT
-from ..rubric import tomllib
+from ..tomlreader import tomllib
 
 COURSE_FILE = Path("grader") / "course.toml"
 GPU_PATHS = {

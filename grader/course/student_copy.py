@@ -27,7 +27,7 @@ from typing import Protocol, TypedDict
 from . import course_file
 from ..catch2.spec import spec_matches
 from ..paths import lab_name_parts
-from ..rubric import tomllib as _tomllib  # tomllib, or tomli on Python 3.10
+from ..tomlreader import tomllib as _tomllib  # tomllib, or tomli on Python 3.10
 from ..workspace import MAX_STUDENT_FILE_TEXT
 
 TEMPLATES = "docs/student"  # left out of the copy itself (releases.EXCLUDE)

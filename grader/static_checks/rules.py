@@ -88,7 +88,7 @@ class LabRules:
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
-    from ..rubric import tomllib  # the same TOML reader as the rubrics
+    from ..tomlreader import tomllib  # the same TOML reader as the rubrics
 
     return tomllib.loads(path.read_text(encoding="utf-8"))
 

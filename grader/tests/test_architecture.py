@@ -1,7 +1,7 @@
 """docs/architecture.md against the code: every grader module, file and function it names
 exists, its list of the grader's own modules is whole, and its claims about the imports
 hold (nothing below commands/ imports a command, no two modules share a file name, no
-module imports one that imports it back)."""
+circle of imports of any length, no module over 450 lines and no function over 80)."""
 
 from __future__ import annotations
 
@@ -123,6 +123,53 @@ class ArchitectureDocTest(unittest.TestCase):
         edges = {(a, b) for a, b in _imports()}
         circles = sorted(f"{a} <-> {b}" for a, b in edges if (b, a) in edges and a < b)
         self.assertEqual(circles, [])
+
+    def test_no_circle_of_imports_of_any_length(self):
+        # Tarjan's strongly connected components over the import graph: a component of more
+        # than one module is a circle (a imports b imports c imports a).
+        graph: dict[str, set[str]] = {name: set() for name in MODULES}
+        for a, b in _imports():
+            graph[a].add(b)
+        index: dict[str, int] = {}
+        low: dict[str, int] = {}
+        stack: list[str] = []
+        circles: list[list[str]] = []
+
+        def visit(v: str) -> None:
+            index[v] = low[v] = len(index)
+            stack.append(v)
+            for w in graph[v]:
+                if w not in index:
+                    visit(w)
+                    low[v] = min(low[v], low[w])
+                elif w in stack:
+                    low[v] = min(low[v], index[w])
+            if low[v] == index[v]:
+                part = []
+                while True:
+                    w = stack.pop()
+                    part.append(w)
+                    if w == v:
+                        break
+                if len(part) > 1:
+                    circles.append(sorted(part))
+
+        for v in graph:
+            if v not in index:
+                visit(v)
+        self.assertEqual(circles, [])
+
+    def test_no_module_over_450_lines_and_no_function_over_80(self):
+        self.assertIn("no module over 450 lines, no function over 80", self.text)
+        big = [f"{path.relative_to(ROOT)}: {n} lines" for path in MODULES.values()
+               if (n := len(path.read_text(encoding="utf-8").splitlines())) > 450]
+        long = [f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: "
+                f"{(node.end_lineno or node.lineno) - node.lineno + 1} lines"
+                for path in MODULES.values()
+                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and (node.end_lineno or node.lineno) - node.lineno + 1 > 80]
+        self.assertEqual(big + long, [])
 
 
 def _imports() -> list[tuple[str, str]]:

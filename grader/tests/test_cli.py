@@ -276,9 +276,9 @@ class TomlMissingTest(unittest.TestCase):
     where it looked (issue 36, item 11)."""
 
     def test_the_message_names_the_interpreter_and_the_path(self):
-        from grader import rubric
-        text = rubric.toml_missing("/opt/py/bin/python3.10", (3, 10, 4),
-                                   ["/home/ta/course", "/opt/py/lib/python3.10", ""])
+        from grader import tomlreader
+        text = tomlreader.toml_missing("/opt/py/bin/python3.10", (3, 10, 4),
+                                       ["/home/ta/course", "/opt/py/lib/python3.10", ""])
         self.assertIn("Python 3.10 (/opt/py/bin/python3.10) has no TOML reader", text)
         self.assertIn("looked for the module tomli in /home/ta/course, /opt/py/lib/python3.10 and "
                       "found none", text)

@@ -101,7 +101,7 @@ class Python310Test(unittest.TestCase):
                               capture_output=True, text=True, timeout=timeout)
 
     def test_the_interpreter_is_310_and_reads_toml(self):
-        proc = self.run310("-c", "import sys, grader.rubric as r; "
+        proc = self.run310("-c", "import sys, grader.tomlreader as r; "
                            "print(sys.version_info[:2], r.tomllib.__name__)")
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(proc.stdout.split(), ["(3,", "10)", "tomli"])

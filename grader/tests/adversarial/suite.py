@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.paths import ROOT, LabPaths, discover_labs
-from grader.rubric import load_rubric, tomllib
+from grader.rubric import load_rubric
+from grader.tomlreader import tomllib
 
 CASES_DIR = Path(__file__).resolve().parent
 BASES = CASES_DIR / "_bases"  # one honest student file per lab that most cases patch
