@@ -34,14 +34,15 @@ TEMPLATES = "docs/student"  # left out of the copy itself (releases.EXCLUDE)
 README_TEMPLATE = f"{TEMPLATES}/README.md.in"
 BUILD_WORKFLOW = f"{TEMPLATES}/workflows/build.yml"
 # The first full build of a fresh student copy (`grader release`), all seven labs, measured
-# on a 2-core machine without a GPU that other work shared (Debian 12, nvcc 13, Ninja,
-# default architecture 75): `cmake --preset default` 4.6 s, then `cmake --build --preset
-# default` (80 steps) 136 s; then the first `python3 -m grader check 01 --no-gpu` 88 s
-# (configure 11 s, the student's build 77 s, the host tests). The README quotes them too.
-BUILD_TIME = ("about 2½ minutes on a 2-core machine (measured: configure 5 s, build 136 s, "
-              "with other work running); more cores build in parallel and take less.")
-CHECK_TIME = ("about 1½ minutes on a 2-core machine (measured: `python3 -m grader check 01 "
-              "--no-gpu` 88 s); later checks of the lab reuse that build.")
+# on a 2-core machine without a GPU and with nothing else running (Debian 12, nvcc 13,
+# Ninja, default architecture 75): `cmake --preset default` 3.3 s, then `cmake --build
+# --preset default` (128 steps) 63 s; then the first `python3 -m grader check 01 --no-gpu`
+# 27 s and the next 2.7 s. The README quotes them too.
+BUILD_TIME = ("about a minute on a 2-core machine (measured: configure 3 s, build 63 s, "
+              "with nothing else running); more cores build in parallel and take less.")
+CHECK_TIME = ("about half a minute on a 2-core machine (measured: `python3 -m grader check 01 "
+              "--no-gpu` 27 s, with nothing else running); later checks of the lab reuse that "
+              "build (the next took 3 s).")
 # What the README says this copy is set up for (grader/course.toml, [feedback] gpu_path).
 GPU_PATH_TEXT = {
     "slurm": "the course's Slurm cluster (`python3 -m grader check NN --slurm`)",
