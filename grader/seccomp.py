@@ -146,22 +146,3 @@ def program_fd(profile: str) -> int | None:
     os.write(fd, program)
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
-
-
-PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
-def load_here(program: bytes) -> None:
-    """Loads `program` into this process (for the tests: what bubblewrap does before it
-    starts the command). Irreversible: call it only in a child process."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    buf = ctypes.create_string_buffer(program, len(program))
-    prog = _SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")

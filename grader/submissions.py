@@ -282,14 +282,6 @@ def write_staging(staging: Staging, out_dir: Path) -> Path:
     return dest
 
 
-def stage_download(source: Path, out_dir: Path, labs: list[LabPaths]) -> Path:
-    """`source` itself when it is not a Canvas or Moodle download nor a folder of flat
-    uploads; otherwise the folder (under `out_dir`) where each student's files were copied
-    to their lab paths, one folder per student, with `lms.json` describing who is who."""
-    staging = read_download(source, labs)
-    return Path(source) if staging is None else write_staging(staging, out_dir)
-
-
 def _read_folders(source: Path, by_name: dict[str, str]) -> Staging:
     downloads, problems = [], []
     for entry in sorted(source.iterdir()):
@@ -316,6 +308,6 @@ def read_info(out_dir: Path) -> dict[str, dict[str, Any]]:
     return students
 
 
-__all__ = ["Download", "student_files_by_name", "stage_flat", "stage_download", "layout",
+__all__ = ["Download", "student_files_by_name", "stage_flat", "layout",
            "read_canvas", "read_moodle", "read_info", "base_name", "slug", "STAGED",
            "read_download", "write_staging", "Staging", "DownloadError", "RESERVED"]

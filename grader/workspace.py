@@ -368,18 +368,6 @@ def lock_down(src: Path, build: Path, labs: list[LabPaths]) -> None:
                 entry.chmod(0o700 if entry.is_dir() or os.access(entry, os.X_OK) else 0o600)
 
 
-def open_for(path: Path) -> None:
-    """Makes a tree traversable and readable by others (the unprivileged user)."""
-    for root, dirs, files in os.walk(path):
-        os.chmod(root, os.stat(root).st_mode | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH
-                 | stat.S_IXOTH)
-        for name in files:
-            full = os.path.join(root, name)
-            if os.path.islink(full):
-                continue
-            os.chmod(full, os.stat(full).st_mode | stat.S_IRGRP | stat.S_IROTH)
-
-
 def object_file(build: Path, lab: LabPaths, variant: str = "student") -> Path | None:
     """The compiled object of labNN_<variant> (student or solution) under the build tree."""
     folder = build / "labs" / lab.folder / "CMakeFiles" / f"{lab.tag}_{variant}.dir"
@@ -445,5 +433,5 @@ __all__ = ["BuildOutcome", "copy_pristine", "copy_student_tree", "student_jail",
            "missing_student_files", "too_large", "not_text", "MAX_STUDENT_FILE_TEXT",
            "cmake_configure",
            "cmake_build", "compile_errors", "link_problem", "undefined_functions", "lock_down",
-           "open_for", "object_file", "binary",
+           "object_file", "binary",
            "default_env", "submission_tree", "ROOT"]

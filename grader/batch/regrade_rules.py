@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from .. import csvsafe
 from ..exports import lms
 from ..result import NO_SUBMISSION
 
@@ -116,32 +115,6 @@ def select_students(students: list[str], statuses: dict[str, set[str]],
 
 
 # --------------------------------------------------------------------------- the gradebook
-
-def read_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    """(columns, rows) of a gradebook CSV; ([], []) when there is none (reads a file)."""
-    try:
-        return csvsafe.read_csv(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return [], []
-
-
-def merge_rows(old: list[dict[str, str]], new: list[dict[str, str]],
-               order: list[str] | None = None, key: str = "student") -> list[dict[str, str]]:
-    """The old gradebook with the new rows in place of the same students' (a run for one
-    student keeps every other row). Ordered by `order` (the plan's students) when given,
-    else the old order with new students after; rows of students in neither are kept."""
-    merged = {row[key]: row for row in old}
-    for row in new:
-        merged[row[key]] = row
-    names = list(order or [])
-    names += [r[key] for r in old if r[key] not in names]
-    names += [r[key] for r in new if r[key] not in names]
-    return [merged[n] for n in names if n in merged]
-
-
-def merged_columns(old: list[str], new: list[str]) -> list[str]:
-    return new + [c for c in old if c not in new]
-
 
 # --------------------------------------------------------------------------- rescoring
 
@@ -312,9 +285,3 @@ def append_history(student_dir: Path, entry: dict[str, Any]) -> Path:
     return path
 
 
-def read_history(student_dir: Path) -> list[dict[str, Any]]:
-    path = Path(student_dir) / HISTORY_FILE
-    try:
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    except FileNotFoundError:
-        return []

@@ -83,11 +83,6 @@ def minutes_for(seconds: float) -> int:
 
 # --------------------------------------------------------------------------- scripts
 
-def student_log(out_dir: str | Path, student: str) -> Path:
-    """Where an array task writes the student's whole log (compiler and test output)."""
-    return Path(out_dir) / student / LOG_NAME
-
-
 def prep_command(labs: list[str], cache: str | Path | None = None) -> str:
     """The command the prep job runs: fills the reference cache (the batch's) for the labs."""
     where = f" --cache {shlex.quote(str(cache))}" if cache else ""
@@ -142,10 +137,6 @@ def submit_line(prep_path: str | Path | None, array_path: str | Path) -> str:
         return f"sbatch {shlex.quote(str(array_path))}"
     return (f"prep=$(sbatch --parsable {shlex.quote(str(prep_path))}) && "
             f"sbatch --dependency=afterok:${{prep%%;*}} {shlex.quote(str(array_path))}")
-
-
-def dependency_on(job_id: str) -> str:
-    return f"afterok:{job_id.split(';')[0].strip()}"
 
 
 # --------------------------------------------------------------------------- checking

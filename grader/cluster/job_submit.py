@@ -39,14 +39,6 @@ REPEAT_S = 30.0  # an unchanged state is said again this often
 GRACE_S = 30.0  # a finished job's files may take this long to show on a shared file system
 
 
-class SlurmRefused(Exception):
-    """The job cannot be submitted: each reason, one sentence."""
-
-    def __init__(self, reasons: list[str]) -> None:
-        super().__init__("; ".join(reasons))
-        self.reasons = reasons
-
-
 # --------------------------------------------------------------------------- the command line
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -4,18 +4,17 @@ labs and export formats, progress, interrupts, running the pipeline, writing res
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import TypeAlias
 
 from .. import pipeline, refcache
 from ..atomic import write_atomic
 from ..exports import FORMATS, terminal_table
 from ..gpu import GpuSection, no_lock
 from ..paths import LabPaths, discover_labs, find_lab
-from ..pipeline import Interrupted, Progress, interrupt_handler
+from ..pipeline import Interrupted, Progress
 from ..result import GradeResult
 
 DEFAULT_FORMATS = "gradescope,prairielearn,junit,markdown"
@@ -107,21 +106,6 @@ def add_format_flag(p: argparse.ArgumentParser, help_text: str) -> None:
 
 # ------------------------------------------------------------------------ running the pipeline
 
-class Interrupts:
-    """SIGINT/SIGTERM raise Interrupted (children killed first) while grading."""
-
-    def __enter__(self) -> Interrupts:
-        self.saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-        for s in self.saved:
-            signal.signal(s, interrupt_handler)
-        return self
-
-    def __exit__(self, *exc: object) -> Literal[False]:
-        for s, handler in self.saved.items():
-            signal.signal(s, handler)
-        return False
-
-
 def grade_submission(submission: Path, labs: list[LabPaths], flags: GradingFlags,
                      work_dir: Path | None = None, quiet: bool = False,
                      gpu_section: GpuSection = no_lock) -> tuple[GradeResult, int]:
@@ -147,5 +131,5 @@ def table(result: GradeResult) -> str:
 
 
 __all__ = ["choose_labs", "labs_or_say", "GradingFlags", "add_grading_flags",
-           "export_formats", "add_format_flag", "DEFAULT_FORMATS", "Progress", "Interrupts",
+           "export_formats", "add_format_flag", "DEFAULT_FORMATS", "Progress",
            "Interrupted", "grade_submission", "write_result", "table"]

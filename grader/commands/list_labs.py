@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..paths import discover_labs
-from ..rubric import Rubric, RubricError, load_rubric
+from ..rubric import Rubric, RubricError, load_rubric, rubric_warnings
 from ..lab_parts import bonus_offers, rubric_parts, stretch_name
 from ._common import Subcommands
 
@@ -41,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
               + (f", +{bonus:g} bonus)" if bonus else ")"))
         for rel in rubric.student_files:
             print(f"    edit: {rel}")
+        for warning in rubric_warnings(rubric):  # allowed, but probably not meant
+            print(f"    note: {warning}")
         what = _what(rubric)
         extra = []
         for kind, name, points in rubric_parts(rubric):

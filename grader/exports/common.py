@@ -222,12 +222,6 @@ def one_line(text: str, limit: int = 0) -> str:
     return line
 
 
-def not_graded_only(lab: LabResult) -> bool:
-    """True when nothing with points was graded (every scored part not graded/measured)."""
-    scored = [p for p in lab.parts if p.max_points > 0]
-    return bool(scored) and all(p.status in (NOT_GRADED, NOT_MEASURED) for p in scored)
-
-
 @dataclass
 class Item:
     """One row of a per-test report (Gradescope, PrairieLearn): a test case or a part."""

@@ -114,6 +114,23 @@ class CliTest(unittest.TestCase):
         self.assertIn("   +6  Bonus speed", bonus)
         self.assertIn("700 points in all, +10 bonus", text)
 
+    def test_list_notes_what_a_rubric_probably_did_not_mean(self):
+        from grader.commands import list_labs
+        from grader.paths import LabPaths
+        from grader.rubric import parse_rubric
+        lab = LabPaths("04_tiled_matmul", "04", "tiled_matmul", ROOT)
+        text = ('student_files = ["labs/04_tiled_matmul/tiled_matmul.cu"]\n'
+                '[lab]\ntitle = "Ninety"\n[[correctness]]\nname = "A"\ntests = "[a]"\n'
+                'points = 90\n')
+        with mock.patch.object(list_labs, "discover_labs", return_value=[lab]), \
+                mock.patch.object(list_labs, "load_rubric",
+                                  return_value=parse_rubric(lab, text)):
+            status, said = run(["list"])
+        self.assertEqual(status, 0)
+        self.assertIn("    note: labs/04_tiled_matmul/grading.toml: the points total 90, not 100",
+                      said)
+        self.assertNotIn("note:", run(["list"])[1])  # the course's own rubrics mean theirs
+
     def test_doctor_runs_anywhere(self):
         status, text = run(["doctor"])
         self.assertIn("Tools", text)

@@ -21,7 +21,17 @@ CHILD = r'''
 import ctypes, errno, json, os, socket, sys, threading
 sys.path.insert(0, sys.argv[1])
 from grader import seccomp
-seccomp.load_here(seccomp.filters().programs[sys.argv[2]])
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+def load_here(program):  # what bubblewrap does with --seccomp before it starts the command
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(program, len(program))
+    prog = SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+load_here(seccomp.filters().programs[sys.argv[2]])
 def tried(call):
     try:
         call()

@@ -16,6 +16,13 @@ LAB04 = "labs/04_tiled_matmul/tiled_matmul.cu"
 LAB01 = "labs/01_warp_sizing/warp_sizing.cu"
 
 
+def stage_download(source: Path, out_dir: Path, labs: list) -> Path:
+    """What `batch` does with its SUBMISSIONS (read, checked, then written): `source` itself
+    unless it is an LMS download or a folder of flat uploads, else the staged folder."""
+    staging = submissions.read_download(source, labs)
+    return Path(source) if staging is None else submissions.write_staging(staging, out_dir)
+
+
 class MappingTest(unittest.TestCase):
     def setUp(self):
         self.tmp = Path(tempfile.mkdtemp(prefix="cml-subs-"))
@@ -81,7 +88,7 @@ class MappingTest(unittest.TestCase):
     def test_canvas_download(self):
         dl = self.canvas_download()
         self.assertEqual(submissions.layout(dl), "canvas")
-        staged = submissions.stage_download(dl, self.tmp / "out", [find_lab("04")])
+        staged = stage_download(dl, self.tmp / "out", [find_lab("04")])
         self.assertEqual(staged, self.tmp / "out" / submissions.STAGED)
         self.assertEqual((staged / "smithjohn" / LAB04).read_text(), "// again\n")
         self.assertEqual((staged / "doejane" / LAB04).read_text(), "// jane\n")
@@ -101,7 +108,7 @@ class MappingTest(unittest.TestCase):
             "// the other John\n")
         (dl / "Müller, Jörg_503_assignsubmission_file_").mkdir()
         self.assertEqual(submissions.layout(dl), "moodle")
-        staged = submissions.stage_download(dl, self.tmp / "out", [find_lab("04")])
+        staged = stage_download(dl, self.tmp / "out", [find_lab("04")])
         self.assertEqual(sorted(p.name for p in staged.iterdir() if p.is_dir()),
                          ["Muller_Jorg", "Smith_John_501", "Smith_John_502"])
         self.assertEqual((staged / "Smith_John_502" / LAB04).read_text(), "// the other John\n")
@@ -113,7 +120,7 @@ class MappingTest(unittest.TestCase):
         (src / "submission_101").mkdir(parents=True)
         (src / "submission_101" / "tiled_matmul.cu").write_text("// flat\n")
         (src / "submission_102").mkdir()
-        staged = submissions.stage_download(src, self.tmp / "out", [find_lab("04")])
+        staged = stage_download(src, self.tmp / "out", [find_lab("04")])
         self.assertEqual((staged / "submission_101" / LAB04).read_text(), "// flat\n")
         self.assertTrue((staged / "submission_102").is_dir())
 
@@ -121,7 +128,7 @@ class MappingTest(unittest.TestCase):
         src = self.tmp / "class"
         (src / "alice" / "labs").mkdir(parents=True)
         self.assertIsNone(submissions.layout(src))
-        self.assertEqual(submissions.stage_download(src, self.tmp / "out", []), src)
+        self.assertEqual(stage_download(src, self.tmp / "out", []), src)
 
     def test_batch_takes_a_canvas_download(self):
         dl = self.canvas_download()
