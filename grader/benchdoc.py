@@ -386,7 +386,12 @@ def read_document(doc: Any, source: str = "bench output") -> Document:
 def parse_document(text: str, source: str = "bench output") -> Document:
     """A bench document from its text (read_document)."""
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_constant=_not_json)
     except json.JSONDecodeError as err:
         raise BenchError(f"{source}: not a JSON document ({err})") from err
     return read_document(doc, source)
+
+
+def _not_json(constant: str) -> Any:
+    """Python's reader takes NaN and Infinity, which JSON has not (the bench writes null)."""
+    raise json.JSONDecodeError(f"{constant} is not JSON", constant, 0)

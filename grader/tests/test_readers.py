@@ -220,6 +220,14 @@ class BenchJsonTest(unittest.TestCase):
         with self.assertRaises(BenchError) as ctx:
             parse_document((DATA / "bench_lab04.json").read_text()[:200], "truncated.json")
         self.assertIn("not a JSON document", str(ctx.exception))
+        # Python's reader takes NaN and Infinity, which are not JSON: a whole number of
+        # Infinity raised OverflowError, not BenchError
+        for constant in ("Infinity", "-Infinity", "NaN"):
+            text = json.dumps(candidate(runs=1)).replace('"runs": 1', f'"runs": {constant}')
+            with self.subTest(constant=constant):
+                with self.assertRaises(BenchError) as ctx:
+                    parse_document(text, "bench.json")
+                self.assertIn(f"{constant.lstrip('-')} is not JSON", str(ctx.exception))
 
 
 if __name__ == "__main__":
