@@ -19,7 +19,7 @@ from ..result import (GRADED, NO_SUBMISSION, PASSED, BuildRecord, GradeResult, L
                       PartResult)
 from ..rubric import Rubric, RubricError, load_rubric
 from ..scoring import grade_totals, lab_totals
-from ..exports.common import wrap
+from ..exports.common import print_verbatim, wrap
 from ..exports.table import needs_gpu
 from ._common import (GradingFlags, Subcommands, add_grading_flags, grade_submission,
                       labs_or_say, table, write_result)
@@ -151,9 +151,9 @@ def run(args: argparse.Namespace) -> int:
         print(text)
         print()
     print(table(result))
-    rerun = (f"seed {result.seed} (rerun: python3 -m grader check {' '.join(args.labs)} "
-             f"--seed {result.seed}); details in {Path(LAST, 'result.json').relative_to(ROOT)}")
-    print("\n".join(wrap(rerun, "", "  ")))
+    print(f"seed {result.seed}; details in {Path(LAST, 'result.json').relative_to(ROOT)}")
+    print_verbatim(f"rerun with: python3 -m grader check {' '.join(args.labs)} "
+                   f"--seed {result.seed}")
     for problem in result.errors:
         print(f"grader: {problem}", file=sys.stderr)
     return status

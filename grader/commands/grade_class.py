@@ -23,6 +23,7 @@ from ..batch.node import node_problem
 from ..exports import fmt_points
 from ..paths import ROOT, LabPaths
 from ..submissions import DownloadError, Staging, read_download, write_staging
+from ..exports.common import print_verbatim
 from ..exports.table import use_color
 from ..gpu import visible_devices
 from ..workspace import usable_cpus
@@ -345,8 +346,8 @@ def _slurm(args: argparse.Namespace, opts: "job_options.SlurmOptions", plan: "ba
                                      force=args.force or only is not None)
     count = len(plan.submissions) if indices is None else len(indices)
     print(f"wrote {script} ({count} array tasks)" + (f" and {prep}" if prep else ""))
-    print(f"submit with:      {job_options.submit_line(prep, script)}")
-    print(f"when it is done:  python3 -m grader batch --collect {out}")
+    print_verbatim(f"submit with:      {job_options.submit_line(prep, script)}")
+    print_verbatim(f"when it is done:  python3 -m grader batch --collect {out}")
     return 0
 
 

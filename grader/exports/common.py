@@ -201,6 +201,16 @@ class FittedText(io.TextIOBase):
         return self.out.isatty()
 
 
+def print_verbatim(line: str) -> None:
+    """`line` printed whole on standard output, never wrapped, even in fitted_output: a
+    command to copy and paste (a shell line broken in two would run as two)."""
+    stream: object = sys.stdout
+    if isinstance(stream, FittedText):
+        stream.flush()  # what came before it, in order
+        stream = stream.out
+    print(line, file=cast(TextIO, stream))
+
+
 @contextlib.contextmanager
 def fitted_output() -> Iterator[None]:
     """Standard output and error, while in the block, fitted to the terminal (FittedText)."""

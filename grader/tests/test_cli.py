@@ -226,6 +226,25 @@ class FitsTheTerminalTest(unittest.TestCase):
             self.assertTrue(any(len(line) > 80 for text in wide for line in text.splitlines()),
                             f"{argv} said nothing wider than 80 columns: the test tests nothing")
 
+    def test_a_command_to_copy_is_never_broken(self):
+        # `batch --slurm`'s "submit with:" line was wrapped at 120 columns when the output is
+        # no terminal, and its first line, run as the shell line, submitted an empty script.
+        from grader.exports.common import fitted_output, print_verbatim
+        command = ("submit with:      prep=$(sbatch --parsable /course/out/slurm/prep.sbatch) "
+                   "&& sbatch --dependency=afterok:${prep%%;*} /course/out/slurm/grade.sbatch")
+        out = io.StringIO()
+        with mock.patch.dict("os.environ", {"COLUMNS": "80"}), contextlib.redirect_stdout(out):
+            with fitted_output():
+                print("wrote /course/out/slurm/grade.sbatch (120 array tasks) and "
+                      "/course/out/slurm/prep.sbatch, the prep job first")
+                print_verbatim(command)
+                print("done")
+        lines = out.getvalue().splitlines()
+        self.assertIn(command, lines)
+        self.assertEqual(lines[-1], "done")
+        self.assertLess(lines.index(command), lines.index("done"))
+        self.assertTrue(all(len(line) <= 80 for line in lines if line != command), lines)
+
     def test_a_continued_line_goes_on_under_its_text(self):
         from grader.exports.common import fit
         line = ("  ok    tools' logs: the log's descriptors closed, the tool out of reach and "
