@@ -157,6 +157,7 @@ def wrap(text: str, first: str, rest: str, width: int | None = None) -> list[str
 # Where a long line of a command's text goes on under itself: after its indentation and a
 # leading mark set off by two spaces (doctor's "  ok    ", list's "     10  ") or a bullet.
 _HANG = re.compile(r"\s*(?:[-*] |\S{1,8} {2,})?")
+_ESCAPES = re.compile("\033\\[[0-9;]*m")  # a terminal's colours (exports/table.py)
 
 
 def fit(line: str, width: int | None = None) -> list[str]:
@@ -164,7 +165,7 @@ def fit(line: str, width: int | None = None) -> list[str]:
     `width` columns (terminal_width), broken between words, each further line indented
     under the text after the line's leading mark (_HANG), or by two columns."""
     columns = terminal_width(width)
-    if len(line) <= columns:
+    if len(_ESCAPES.sub("", line)) <= columns:  # the table's colours take no columns
         return [line]
     found = _HANG.match(line)
     lead = found.group(0) if found else ""

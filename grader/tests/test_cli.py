@@ -245,6 +245,27 @@ class FitsTheTerminalTest(unittest.TestCase):
         self.assertLess(lines.index(command), lines.index("done"))
         self.assertTrue(all(len(line) <= 80 for line in lines if line != command), lines)
 
+    def test_the_coloured_table_goes_through_as_it_is(self):
+        # On a terminal the table's lines carry colour codes, which take no columns: a line
+        # that fits is not wrapped again for the length of its codes.
+        from grader.exports.common import fit, fitted_output
+        from grader.exports.table import terminal_table
+        lab = LabResult("04_tiled_matmul", "Tiled matrix multiplication", 35, 100, parts=[
+            PartResult("correctness", "Tiled kernel, compile-time tile", "graded", 10, 20,
+                       "1 of 2 test cases pass; failing: the tiled kernel works for n = 33")])
+        result = GradeResult("x", 7, "now", "0", None, {}, labs=[lab])
+        out = io.StringIO()
+        with mock.patch.dict("os.environ", {"COLUMNS": "80"}):
+            table = terminal_table(result, color=True)
+            with contextlib.redirect_stdout(out), fitted_output():
+                print(table)
+        self.assertIn("\033[", table)
+        self.assertTrue(any(len(line) > 80 for line in table.splitlines()),
+                        "no line is longer than 80 with its codes: the test tests nothing")
+        self.assertEqual(out.getvalue(), table + "\n")
+        self.assertEqual(fit("\033[32m" + "word " * 15 + "\033[0m", 80),
+                         ["\033[32m" + "word " * 15 + "\033[0m"])
+
     def test_a_continued_line_goes_on_under_its_text(self):
         from grader.exports.common import fit
         line = ("  ok    tools' logs: the log's descriptors closed, the tool out of reach and "
