@@ -162,6 +162,10 @@ def _marked(part: PartResult, offers: dict[tuple[str, str], float]) -> PartResul
     return part
 
 
+# What each part but Build says of a lab without its file: Build says which file, once.
+NOT_SUBMITTED = "No points: there is no submission for this lab (see Build)."
+
+
 def finish_unfinished(lab_result: LabResult, rubric: "Rubric", reason: str) -> None:
     """Every rubric part not yet in the result, at zero points with `reason` (the lab
     stopped before it: no submission, a build failure, a static check, a grader failure)."""

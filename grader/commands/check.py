@@ -13,7 +13,7 @@ from pathlib import Path
 from .. import pipeline, workspace
 from ..cluster import job_submit
 from ..exports import write_exports
-from ..lab_parts import finish_unfinished
+from ..lab_parts import NOT_SUBMITTED, finish_unfinished
 from ..paths import ROOT, LabPaths
 from ..result import (GRADED, NO_SUBMISSION, PASSED, BuildRecord, GradeResult, LabResult,
                       PartResult)
@@ -113,7 +113,7 @@ def no_submission_lab(folder: str, rubric: Rubric, problems: list[str]) -> LabRe
     lab = LabResult(folder, rubric.title, 0.0, rubric.max_points,
                     parts=[PartResult("build", "Build", GRADED, 0.0, 0.0, reason)],
                     build=BuildRecord(False, 0.0, list(problems)), failure=NO_SUBMISSION)
-    finish_unfinished(lab, rubric, reason)
+    finish_unfinished(lab, rubric, NOT_SUBMITTED)
     lab_totals(lab)
     return lab
 

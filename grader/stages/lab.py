@@ -28,7 +28,7 @@ def grade_lab(job: LabJob, lab_result: LabResult) -> None:
         part, lab_result.build = build.no_submission_part(job)
         lab_result.parts.append(part)
         lab_result.failure = NO_SUBMISSION
-        lab_parts.finish_unfinished(lab_result, rubric, part.reason)
+        lab_parts.finish_unfinished(lab_result, rubric, lab_parts.NOT_SUBMITTED)
         return
 
     with job.costs.stage("build"), _BUILDS:

@@ -320,6 +320,9 @@ class CheckMissingFileTest(unittest.TestCase):
         self.assertNotIn("CMake", err.getvalue() + out)
         self.assertIn(f"04_tiled_matmul:\n  Build: No submission for this lab: {rel} is not in "
                       "the submission", out)
+        # said once, by Build; every other part points to it (it was said under each part)
+        self.assertEqual(" ".join(out.split()).count(f"{rel} is not in the submission"), 2)
+        self.assertIn("No points: there is no submission for this lab (see Build).", out)
         self.assertEqual(graded, [["02_coalescing"]])
         self.assertEqual(status, 0)
         result = GradeResult.from_json((tmp / "l" / "result.json").read_text())
