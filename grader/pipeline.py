@@ -29,7 +29,7 @@ from typing import Callable
 from . import __version__, leaks, parallel, sandbox
 from .costs import Meter, timed_device_seconds
 from .gpu import GpuSection, LabSections, no_lock, timed
-from .lab_parts import finish_unfinished
+from .parts.kinds import finish_unfinished
 from .paths import ROOT, LabPaths
 from .result import GRADER_ERROR, INTERRUPTED, NOT_CONFIGURED, GradeResult, LabResult
 from .rubric import Rubric

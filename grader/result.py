@@ -8,6 +8,7 @@ docs/architecture.md, "Stages and the data they pass".
 
 from __future__ import annotations
 
+import enum
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, ClassVar
@@ -21,6 +22,24 @@ SCHEMA = "cml-result/1"
 # TestResult.status
 PASSED, FAILED, ERROR, TIMEOUT, CRASHED, NOT_RUN = (
     "passed", "failed", "error", "timeout", "crashed", "not_run")
+class Kind(str, enum.Enum):
+    """PartResult.kind: what a part grades. Each kind's rules live in its module of
+    grader/parts/ (grader/parts/kinds.py lists them in report order); result.json writes
+    the value, and a kind compares and hashes as that string."""
+
+    BUILD = "build"
+    STATIC = "static"
+    CORRECTNESS = "correctness"
+    MEMORY_SAFETY = "memory_safety"
+    PERFORMANCE = "performance"
+    METRIC = "metric"
+
+    def __str__(self) -> str:
+        return str.__str__(self)  # the value, as a plain string's
+
+    __hash__ = str.__hash__
+
+
 # PartResult.status
 GRADED, NOT_GRADED, NOT_MEASURED, REVIEW = "graded", "not_graded", "not_measured", "review"
 # LabResult.failure: why a lab stopped before its code was run (None: it was run)
@@ -51,13 +70,16 @@ class PartResult:
     """One scored part of a lab: build, static checks, a correctness group, memory safety,
     performance or a profiler metric. `reason` is set whenever points < max_points."""
 
-    kind: str  # "build", "static", "correctness", "memory_safety", "performance", "metric"
+    kind: Kind
     name: str
     status: str  # GRADED, NOT_GRADED (e.g. no GPU), NOT_MEASURED (tool missing), REVIEW
     points: float
     max_points: float
     reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:  # a kind given as its string (result.json, a test)
+        self.kind = Kind(self.kind)
 
 
 class _Record:

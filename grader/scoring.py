@@ -2,8 +2,8 @@
 group's share of its cases, speed points from two speedups (or from a fraction of a
 yardstick), memory-safety points from the sanitizer's tools, a profiler metric's points,
 the `requires` gate, and the totals of a lab and a grade. Pure functions of numbers and
-records: no I/O, no GPU. The parts these points go into are assembled by lab_parts.py (the
-correctness groups, the parts a lab did not reach) and measured_parts.py (the GPU parts).
+records: no I/O, no GPU. The parts these points go into are assembled by their kinds' modules
+of grader/parts/ (kinds.py lists them, and makes the parts a lab did not reach).
 
 Every function that can award less than full marks also says why, in a sentence a
 student understands; the reason goes into PartResult.reason.

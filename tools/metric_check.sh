@@ -72,7 +72,7 @@ import os
 import sys
 from pathlib import Path
 
-from grader import measured_parts
+from grader.parts import metric as metrics_part
 from grader.measure import Context, profiler
 from grader.paths import find_lab
 from grader.result import GRADED
@@ -101,7 +101,7 @@ for name in subjects:
                   if kind == "bench_student" else None)
     cells, ok = [], True
     for metric in rubric.metrics if name == "reference" else scored:
-        part = measured_parts.metric_part(metric, profiler.metric(metric, ctx), groups)
+        part = metrics_part.metric_part(metric, profiler.metric(metric, ctx), groups)
         value = part.details.get("value")
         shown = "-" if value is None else f"{value:.5g}"
         if name == "reference" and metric is rubric.metrics[0]:

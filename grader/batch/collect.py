@@ -13,7 +13,7 @@ from .. import csvsafe
 from ..atomic import write_all
 from ..exports.common import fmt_points
 from ..result import (BUILD_TIMEOUT, COMPILE_ERROR, CRASHED, ERROR, FAILED, GRADER_ERROR,
-                      NO_SUBMISSION, NOT_CONFIGURED, STATIC_VIOLATION, TIMEOUT, GradeResult)
+                      NO_SUBMISSION, NOT_CONFIGURED, STATIC_VIOLATION, TIMEOUT, GradeResult, Kind)
 from .fingerprint import grader_fingerprint
 from . import regrade_rules, regrades
 from .plan import PLAN_SCHEMA, TIMED_OUT, Plan, Stamp, Submission, load_result, read_stamp
@@ -39,9 +39,9 @@ def failure_kind(result: GradeResult, lab_name: str, stamp: Stamp | None) -> str
     if lab.failure in kinds:
         return kinds[lab.failure]
     parts = {p.kind: p for p in lab.parts}  # a result.json written before `failure` existed
-    if lab.failure is None and parts.get("build") is not None and parts["build"].reason:
+    if lab.failure is None and parts.get(Kind.BUILD) is not None and parts[Kind.BUILD].reason:
         return "compile error"
-    if lab.failure is None and parts.get("static") is not None and parts["static"].reason:
+    if lab.failure is None and parts.get(Kind.STATIC) is not None and parts[Kind.STATIC].reason:
         return "static violation"
     if any(t.status in (CRASHED, ERROR) for t in lab.tests):
         return "crash"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..exports import lms
+from ..parts.kinds import GATE_KINDS, bonus_offers, maxima
 from ..result import NO_SUBMISSION
 
 # The gradebook's statuses, one meaning each (grader/README.md, "Statuses in the gradebook"):
@@ -123,14 +124,7 @@ def rubric_maxima(rubric: Any) -> dict[tuple[str, str], float]:
     parts; a plain {(kind, name): points} dict is returned as is."""
     if isinstance(rubric, dict):
         return dict(rubric)
-    out = {("correctness", g.name): float(g.points) for g in rubric.correctness}
-    if rubric.memory_safety is not None:
-        out[("memory_safety", "Memory safety")] = float(rubric.memory_safety.points)
-    if rubric.performance is not None:
-        out[("performance", "Performance")] = float(rubric.performance.points)
-    for metric in rubric.metrics:
-        out[("metric", metric.name)] = float(metric.points)
-    return out
+    return {key: float(points) for key, points in maxima(rubric).items()}
 
 
 def _totals(result: dict[str, Any]) -> None:
@@ -154,9 +148,11 @@ def rescore(result: dict[str, Any], rubrics: dict[str, Any]) -> dict[str, Any]:
         if lab["lab"] not in rubrics:
             problems.append(f"{lab['lab']}: no rubric given")
             continue
-        new = rubric_maxima(rubrics[lab["lab"]])
+        rubric = rubrics[lab["lab"]]
+        new = rubric_maxima(rubric)
+        offers = {} if isinstance(rubric, dict) else bonus_offers(rubric)
         scored = {(p["kind"], p["name"]): p for p in lab["parts"]
-                  if p["kind"] not in ("build", "static")}
+                  if p["kind"] not in GATE_KINDS}
         added = sorted(set(new) - set(scored))
         gone = sorted(set(scored) - set(new))
         if added or gone:
@@ -168,15 +164,17 @@ def rescore(result: dict[str, Any], rubrics: dict[str, Any]) -> dict[str, Any]:
             continue
         for key, part in scored.items():
             old_max, new_max = float(part["max_points"]), new[key]
-            if old_max == new_max:
+            scale = _bonus_scale(part, offers.get(key))
+            if old_max != new_max:
+                if old_max <= 0:
+                    problems.append(f"{lab['lab']}: part {key[1]} had no points and now has "
+                                    f"{new_max:g}: grade again instead")
+                    continue
+                scale = new_max / old_max
+                part["max_points"] = _round(new_max)
+            if scale == 1.0:
                 continue
-            if old_max <= 0:
-                problems.append(f"{lab['lab']}: part {key[1]} had no points and now has "
-                                f"{new_max:g}: grade again instead")
-                continue
-            scale = new_max / old_max
             part["points"] = _round(part["points"] * scale)
-            part["max_points"] = _round(new_max)
             if part["kind"] == "correctness":
                 for test in lab.get("tests", []):
                     if test.get("group") == key[1]:
@@ -186,6 +184,17 @@ def rescore(result: dict[str, Any], rubrics: dict[str, Any]) -> dict[str, Any]:
         raise RegradeError("cannot rescore: " + "; ".join(problems))
     _totals(out)
     return out
+
+
+def _bonus_scale(part: dict[str, Any], offer: float | None) -> float:
+    """How much a bonus part's earnings scale by: its new offer over the one it was graded
+    on (its maximum stays 0: a bonus is on top of the lab's); 1 for any other part. The
+    part's details take the new offer."""
+    old = (part.get("details") or {}).get("bonus")
+    if offer is None or not old or float(old) == offer:
+        return 1.0
+    part["details"] = {**part["details"], "bonus": offer}
+    return offer / float(old)
 
 
 # --------------------------------------------------------------------------- overrides

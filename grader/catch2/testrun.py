@@ -27,6 +27,10 @@ from ..result import CRASHED, FAILED, PASSED, TIMEOUT
 SKIP = 77  # the test main's "no CUDA device" exit status
 
 
+# The student's test binaries, public then hidden: Case.runs_in says which runs a case.
+TEST_KINDS = ("tests_student", "hidden_student")
+
+
 @dataclass(frozen=True)
 class Case:
     """A test case as the trusted reference binary lists it."""

@@ -13,10 +13,11 @@ from pathlib import Path
 from .. import pipeline, workspace
 from ..cluster import job_submit
 from ..exports import write_exports
-from ..lab_parts import NOT_SUBMITTED, finish_unfinished
+from ..parts.base import NOT_SUBMITTED
+from ..parts.gates import BUILD
+from ..parts.kinds import GATE_KINDS, GPU_KINDS, finish_unfinished
 from ..paths import ROOT, LabPaths
-from ..result import (GRADED, NO_SUBMISSION, PASSED, BuildRecord, GradeResult, LabResult,
-                      PartResult)
+from ..result import NO_SUBMISSION, PASSED, BuildRecord, GradeResult, LabResult
 from ..rubric import Rubric, RubricError, load_rubric
 from ..scoring import grade_totals, lab_totals
 from ..exports.common import print_verbatim, wrap
@@ -62,7 +63,7 @@ def feedback(result: GradeResult, limit: int = 6) -> str:
     for lab in result.labs:
         problems = []
         for part in lab.parts:
-            if part.kind in ("build", "static") and part.reason:
+            if part.kind in GATE_KINDS and part.reason:
                 problems += _wrapped(f"  {part.name}: ", part.reason, "      ")
         failing = [t for t in lab.tests if t.status != PASSED and t.status != "not_run"]
         for test in failing[:limit]:
@@ -80,7 +81,7 @@ def feedback(result: GradeResult, limit: int = 6) -> str:
         if len(failing) > limit:
             problems.append(f"  … and {len(failing) - limit} more failing test case(s)")
         for part in lab.parts:
-            if part.kind in ("memory_safety", "performance", "metric") and part.reason \
+            if part.kind in GPU_KINDS and part.reason \
                     and not needs_gpu(part):  # the table lists those once
                 problems += _wrapped(f"  {part.name}: ", part.reason, "      ")
         if problems:
@@ -111,7 +112,7 @@ def no_submission_lab(folder: str, rubric: Rubric, problems: list[str]) -> LabRe
     reason = ("No submission for this lab: " + "; ".join(problems) + " (put your file "
               "back there and check again).")
     lab = LabResult(folder, rubric.title, 0.0, rubric.max_points,
-                    parts=[PartResult("build", "Build", GRADED, 0.0, 0.0, reason)],
+                    parts=[BUILD.part(reason)],
                     build=BuildRecord(False, 0.0, list(problems)), failure=NO_SUBMISSION)
     finish_unfinished(lab, rubric, NOT_SUBMITTED)
     lab_totals(lab)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from ..paths import discover_labs
-from ..rubric import Rubric, RubricError, load_rubric, rubric_warnings
-from ..lab_parts import bonus_offers, rubric_parts, stretch_name
+from ..result import Kind
+from ..rubric import RubricError, load_rubric, rubric_warnings
+from ..parts.kinds import bonus_offers, entries
 from ._common import Subcommands
 
 HELP = "list the labs, the files you edit in each and their points"
@@ -43,14 +44,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"    edit: {rel}")
         for warning in rubric_warnings(rubric):  # allowed, but probably not meant
             print(f"    note: {warning}")
-        what = _what(rubric)
         extra = []
-        for kind, name, points in rubric_parts(rubric):
-            if (kind, name) in offers:
-                extra.append((name, offers[(kind, name)], what[(kind, name)]))
-            elif kind != "metric" or points or args.verbose:
-                print(f"    {points:5g}  {name}"
-                      + (f"  [{what[(kind, name)]}]" if args.verbose else ""))
+        for entry in entries(rubric):
+            if entry.bonus is not None:
+                extra.append((entry.name, entry.bonus, entry.measures))
+            elif entry.kind != Kind.METRIC or entry.max_points or args.verbose:
+                print(f"    {entry.max_points:5g}  {entry.name}"
+                      + (f"  [{entry.measures}]" if args.verbose else ""))
         if extra:
             print(f"    bonus, on top of the {rubric.max_points:g} points:")
             for name, points, measured in extra:
@@ -60,16 +60,3 @@ def run(args: argparse.Namespace) -> int:
           + (f", +{bonus_total:g} bonus" if bonus_total else ""))
     return status
 
-
-def _what(rubric: Rubric) -> dict[tuple[str, str], str]:
-    """What each part of the rubric measures, for -v: its tests, tools, comparison, metric."""
-    out = {("correctness", g.name): g.tests for g in rubric.correctness}
-    if rubric.memory_safety:
-        out[("memory_safety", "Memory safety")] = ", ".join(rubric.memory_safety.tools)
-    if rubric.performance:
-        out[("performance", "Performance")] = f"comparison '{rubric.performance.comparison}'"
-    if rubric.stretch:
-        out[("performance", stretch_name(rubric.stretch))] = (
-            f"comparison '{rubric.stretch.comparison}'")
-    out.update({("metric", m.name): m.metric for m in rubric.metrics})
-    return out

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Iterator, TextIO, cast
 
 from ..measure.floor import SpeedOfLight
+from ..parts.kinds import LABELS
 from ..result import (CRASHED, ERROR, FAILED, GRADED, NOT_GRADED, NOT_MEASURED, NOT_RUN,
                       PASSED, REVIEW, TIMEOUT, GradeResult, LabResult, PartResult, TestResult)
 
@@ -21,10 +22,7 @@ from ..result import (CRASHED, ERROR, FAILED, GRADED, NOT_GRADED, NOT_MEASURED, 
 PASS, FAIL, SKIP, FLAG = "pass", "fail", "skip", "review"
 EPS = 1e-6
 
-PART_LABELS = {
-    "build": "Build", "static": "Static checks", "correctness": "Correctness",
-    "memory_safety": "Memory safety", "performance": "Performance", "metric": "Profiler metric",
-}
+PART_LABELS = LABELS  # each kind's name in reports, from its module of grader/parts/
 STATUS_WORDS = {
     GRADED: "graded", NOT_GRADED: "not graded", NOT_MEASURED: "not measured",
     REVIEW: "flagged for review",

@@ -3,7 +3,7 @@ document read through a pipe the grader holds), the document read into records
 (grader/benchdoc.py) and restated from its samples (samples.recompute), the scored
 comparison's summary kept in result.json, and the harness's verdicts on the timed runs, each
 as the sentence a reason quotes (None when all is well). The measurement (BenchRuns) is
-scored by measured_parts.performance_part and measured_parts.stretch_part."""
+scored by parts/performance.py and parts/stretch.py."""
 
 from __future__ import annotations
 

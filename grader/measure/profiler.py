@@ -1,7 +1,7 @@
 """Profiler metrics as Nsight Compute (ncu) measures them: the command of one profiling run,
 the lab's one profiler pass over every [[metrics]] entry (one ncu process per profiled run,
 each entry reading the launches of its call), and each entry's measurement (MetricRun),
-scored by measured_parts.metric_part. What ncu's log says is read by ncu_csv.py; how the
+scored by parts/metric.py. What ncu's log says is read by ncu_csv.py; how the
 kernels of a call are judged is metric_rules.py's. A machine that cannot measure a metric
 (no ncu, counters refused, a metric this GPU's ncu does not know) leaves it not measured."""
 

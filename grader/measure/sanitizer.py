@@ -1,6 +1,6 @@
 """Memory safety as compute-sanitizer measures it: its runs of the test binaries (one tool
 on one binary each, run at the same time), its report read into a SanitizerSummary per tool,
-and the part's measurement (SanitizerRuns), scored by measured_parts.memory_safety_part.
+and the part's measurement (SanitizerRuns), scored by parts/memory_safety.py.
 
 The report is text the student's program may have mixed its own output into: only the
 lines the tool prefixes with "=========" are read."""

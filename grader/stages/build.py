@@ -8,8 +8,9 @@ import os
 from pathlib import Path
 
 from .. import linking, workspace
+from ..parts.gates import BUILD
 from ..paths import ROOT
-from ..result import GRADED, BuildRecord, PartResult
+from ..result import BuildRecord, PartResult
 from .job import LabJob, StudentBuild
 
 STUDENT_KINDS = ("tests_student", "hidden_student", "bench_student", "runner")
@@ -167,8 +168,7 @@ def student(job: LabJob) -> StudentBuild:
 def quiet_part(built: StudentBuild) -> PartResult:
     """The Build part with nothing to say: the build passed, or a static violation (whose
     part speaks) stopped the lab whatever the linker said."""
-    return PartResult("build", "Build", GRADED, 0.0, 0.0, "",
-                      {"seconds": round(built.outcome.seconds, 1)})
+    return BUILD.part("", {"seconds": round(built.outcome.seconds, 1)})
 
 
 def part(job: LabJob, built: StudentBuild) -> PartResult:
@@ -187,14 +187,12 @@ def part(job: LabJob, built: StudentBuild) -> PartResult:
     else:
         reason = "Your code does not compile:\n" + "\n".join(
             built.errors or [without_paths(outcome.log_tail.strip()[-800:], job.trees.work)])
-    return PartResult("build", "Build", GRADED, 0.0, 0.0, reason,
-                      {"errors": built.errors, "timed_out": outcome.timed_out})
+    return BUILD.part(reason, {"errors": built.errors, "timed_out": outcome.timed_out})
 
 
 def no_submission_part(job: LabJob) -> tuple[PartResult, BuildRecord]:
     reason = "No submission for this lab: " + "; ".join(job.missing) + "."
-    return (PartResult("build", "Build", GRADED, 0.0, 0.0, reason),
-            BuildRecord(False, 0.0, list(job.missing)))
+    return BUILD.part(reason), BuildRecord(False, 0.0, list(job.missing))
 
 
 def binaries(job: LabJob) -> dict[str, Path | None]:

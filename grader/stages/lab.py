@@ -1,17 +1,25 @@
 """One lab through every stage, into its LabResult: build (reference, then the student's),
-static checks, tests, correctness scoring, and, with a GPU, the measurements. A lab that
-stops early (no submission, no build, a static violation) says why in `failure` and every
-part it did not reach scores zero with that reason."""
+static checks, tests, then every part of grader/parts/kinds.py measured and scored in
+report order (correctness from the tests; with a GPU, memory safety, speed and the profiler
+metrics, each inside its GPU section). A lab that stops early (no submission, no build, a
+static violation) says why in `failure` and every part it did not reach scores zero with
+that reason."""
 
 from __future__ import annotations
 
 import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
 
-from .. import lab_parts
+from ..measure import Context
+from ..parts import kinds
+from ..parts.base import NOT_SUBMITTED, PartContext
 from ..result import (BUILD_TIMEOUT, COMPILE_ERROR, NO_SUBMISSION, STATIC_VIOLATION,
                       LabResult)
-from . import build, gpu_parts, static, tests
-from .job import LabJob
+from . import build, static, tests
+from .job import STAGE_BUDGET, LabJob
+from .tests import RunPlace, TestRuns
 
 
 # The labs of a grade are graded at the same time (pipeline.py); a build of a lab alone (the
@@ -28,7 +36,7 @@ def grade_lab(job: LabJob, lab_result: LabResult) -> None:
         part, lab_result.build = build.no_submission_part(job)
         lab_result.parts.append(part)
         lab_result.failure = NO_SUBMISSION
-        lab_parts.finish_unfinished(lab_result, rubric, lab_parts.NOT_SUBMITTED)
+        kinds.finish_unfinished(lab_result, rubric, NOT_SUBMITTED)
         return
 
     with job.costs.stage("build"), _BUILDS:
@@ -43,14 +51,14 @@ def grade_lab(job: LabJob, lab_result: LabResult) -> None:
             lab_result.build = built.record(errors=[])
             lab_result.parts.insert(0, build.quiet_part(built))
             lab_result.failure = STATIC_VIOLATION
-            lab_parts.finish_unfinished(lab_result, rubric, static.stopped_reason(violations))
+            kinds.finish_unfinished(lab_result, rubric, static.stopped_reason(violations))
             return
     lab_result.build = built.record()
     lab_result.parts.insert(0, build.part(job, built))
     if not built.outcome.ok:
         lab_result.failure = BUILD_TIMEOUT if built.outcome.timed_out else COMPILE_ERROR
-        lab_parts.finish_unfinished(lab_result, rubric, "No points: the build failed, so "
-                                    "this part could not run (see Build).")
+        kinds.finish_unfinished(lab_result, rubric, "No points: the build failed, so "
+                                   "this part could not run (see Build).")
         return
 
     binaries = build.binaries(job)
@@ -60,14 +68,46 @@ def grade_lab(job: LabJob, lab_result: LabResult) -> None:
     with job.costs.stage("tests"):
         place, canonical = tests.prepare(job, binaries)
         tested = tests.run(job, place, canonical)
-    scored = lab_parts.correctness(rubric, tested.canonical, tested.runs, job.has_gpu,
-                                   job.why_no_gpu)
-    lab_result.parts += scored.parts
-    lab_result.tests += scored.tests
     lab_result.build.test_runs = tested.log
+    score_parts(job, place, tested, lab_result)
 
-    if not job.has_gpu:
-        lab_result.parts += lab_parts.not_graded_parts(rubric, job.why_no_gpu)
-        return
-    gpu_parts.run(job, place, tested, scored.full_groups, lab_result)
 
+def score_parts(job: LabJob, place: RunPlace, tested: TestRuns, out: LabResult) -> None:
+    """Each part of the registry, in report order, measured and scored into `out` as soon
+    as it is known (a later part's failure keeps what came before). Without a CUDA device
+    a GPU part's entries are "not graded"."""
+    ctx = part_context(job, place, tested)
+    for part in kinds.PARTS:
+        if part.gpu and not ctx.has_gpu:
+            out.parts += kinds.not_graded(part, job.rubric, job.why_no_gpu)
+            continue
+        measured = part.measure(ctx)
+        if measured is None:
+            continue
+        ctx.measured[part.table] = measured
+        out.parts += part.score(measured, ctx.full_groups)
+        part.record(measured, ctx, out)
+
+
+def part_context(job: LabJob, place: RunPlace, tested: TestRuns) -> PartContext:
+    """What the parts are measured from. With a GPU, the measurements' Context: the lab's
+    GPU time (STAGE_BUDGET test timeouts) counts from here, and the time a section waits to
+    open (another grader's GPU work) is given back to it."""
+    gpu = None
+    if job.has_gpu:
+        trees = job.trees
+        gpu = Context(place.run_dir, trees.run_env, trees.identity, job.seed, job.test_timeout,
+                      place.binaries.get, jail=place.jail,
+                      deadline=time.monotonic() + STAGE_BUDGET * job.test_timeout,
+                      has_reference=job.lab.solution_dir.is_dir(), remote=place.remote)
+
+    @contextmanager
+    def section(stage: str) -> Iterator[None]:
+        asked = time.monotonic()
+        with job.costs.stage(stage), job.gpu_section(stage):
+            if gpu is not None:
+                gpu.deadline += time.monotonic() - asked
+            yield
+
+    return PartContext(job.rubric, job.lab.folder, tested.canonical, tested.runs, job.say,
+                       section, gpu, job.why_no_gpu)

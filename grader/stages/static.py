@@ -7,7 +7,8 @@ import shutil
 from pathlib import Path
 
 from .. import bwrap, sandbox, static_checks, workspace
-from ..result import GRADED, PartResult
+from ..parts.gates import STATIC
+from ..result import PartResult
 from .build import harness_tree, reference_object
 from .job import LabJob
 
@@ -50,7 +51,7 @@ def check(job: LabJob) -> tuple[PartResult, list[static_checks.Violation]]:
         reason = ("Not allowed in this lab, so correctness (and everything that depends on "
                   "it) scores zero: " + "; ".join(v.describe() for v in violations[:5])
                   + (f" (and {len(violations) - 5} more)" if len(violations) > 5 else ""))
-    return PartResult("static", "Static checks", GRADED, 0.0, 0.0, reason, details), violations
+    return STATIC.part(reason, details), violations
 
 
 def stopped_reason(violations: list[static_checks.Violation]) -> str:

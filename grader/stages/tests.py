@@ -17,11 +17,10 @@ from typing import Iterator
 from .. import bwrap, confine, parallel, workspace
 from ..linking import CHECKERS, tests_kind
 from ..result import CRASHED, FAILED, PASSED, TIMEOUT
-from ..catch2.testrun import Case, CaseRun, Runner, list_cases
+from ..catch2.testrun import TEST_KINDS, Case, CaseRun, Runner, list_cases
 from .job import STAGE_BUDGET, LabJob
 
 HOST_SPEC, GPU_SPEC = "~[gpu]", "[gpu]"
-TEST_KINDS = ("tests_student", "hidden_student")
 
 
 @dataclass

@@ -352,7 +352,7 @@ class TomlMissingTest(unittest.TestCase):
 
 class MemorySafetyGateTest(unittest.TestCase):
     def test_sanitizer_points_need_the_checked_cases_to_pass(self):
-        from grader.measured_parts import memory_safety_gate
+        from grader.parts.memory_safety import memory_safety_gate
         from grader.catch2.testrun import Case, CaseRun
         cases = [Case("small", ("lab04", "gpu", "sanitizer")), Case("big", ("lab04", "gpu"))]
         runs = {"small": CaseRun("small", cases[0].tags, "failed")}

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Iterator
 from unittest import mock
 
-from grader import measured_parts, sandbox, scoring
+from grader import sandbox, scoring
+from grader.parts import metric as metrics_part
 from grader.measure import Context, metric_rules, ncu_csv, profiler
 from grader.paths import ROOT, LabPaths
 from grader.result import GRADED, NOT_MEASURED, REVIEW
@@ -141,7 +142,7 @@ def profiled(fake: FakeNcu, ncu: str | None = "/opt/ncu/ncu") -> Iterator[profil
 class MetricRun(unittest.TestCase):
     def measure(self, metric, fake: FakeNcu, groups=GROUPS, ncu="/opt/ncu/ncu"):
         with profiled(fake, ncu) as ctx:
-            return measured_parts.metric_part(metric, profiler.metric(metric, ctx), set(groups))
+            return metrics_part.metric_part(metric, profiler.metric(metric, ctx), set(groups))
 
 
 class NcuCommandTest(unittest.TestCase):
@@ -308,7 +309,7 @@ class MetricPartTest(MetricRun):
         for words in ("bank conflict", "kTile + 1",
                       'section "4. Write: the transpose through a shared tile"'):
             self.assertIn(words, part.reason)
-        self.assertTrue(part.reason.endswith(measured_parts.metric_explanation(metric)),
+        self.assertTrue(part.reason.endswith(metrics_part.metric_explanation(metric)),
                         part.reason)
         # full points, or points held back by a correctness group, say nothing of it
         kept = self.measure(metric, FakeNcu({"cml:candidate/": log("ncu_textbook_padded.csv")}))

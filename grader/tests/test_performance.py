@@ -1,4 +1,4 @@
-"""bench.performance() and measured_parts.performance_part() on bench documents of schema
+"""bench.performance() and parts.performance.performance_part() on bench documents of schema
 cml-bench/2: the harness's verdicts on the scored comparison (whole-output verification,
 launches per call, determinism, the host-time review flag) decide the speed part before any
 speed is scored.
@@ -20,7 +20,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
 
-from grader import measured_parts
+from grader.parts import performance as speed_part
 from grader.measure import Context, bench, floor, samples, sanitizer, profiler
 from grader.costs import Meter
 from grader.benchdoc import BENCH_SCHEMA, parse_document, read_document
@@ -64,7 +64,7 @@ class PerformanceTest(unittest.TestCase):
         self.runs: list[tuple[str, Path | None]] = []
         with mock.patch.object(bench, "run_bench", fake_run):
             runs = bench.performance(perf, self.ctx)
-        return measured_parts.performance_part(perf, runs, set(groups)), runs.timing
+        return speed_part.performance_part(perf, runs, set(groups)), runs.timing
 
     def test_the_students_bench_runs_as_checker_and_runner(self):
         # Where the lab runs as checker and runner, the student's bench is the bench checker
@@ -323,7 +323,7 @@ class PerformanceTest(unittest.TestCase):
         perf = self.rubric.performance
         with mock.patch.object(bench, "run_bench", fake_run):
             runs = bench.performance(perf, ctx)
-        return measured_parts.performance_part(perf, runs, {GROUP}), calls
+        return speed_part.performance_part(perf, runs, {GROUP}), calls
 
     def test_a_student_copy_times_the_students_bench_alone(self):
         part, calls = self.student_copy(self.with_limits(load("verified.json")))
@@ -414,7 +414,7 @@ class GpuSectionTest(unittest.TestCase):
 
         from grader.result import LabResult
         from grader.rubric import MemorySafety, Metric
-        from grader.stages import gpu_parts as stage
+        from grader.stages import lab as stage
         from grader.stages.tests import RunPlace, TestRuns
         from grader.catch2.testrun import Case, CaseRun
 
@@ -436,9 +436,10 @@ class GpuSectionTest(unittest.TestCase):
             memory_safety=MemorySafety(points=10, tests="[s]", tools=["memcheck"]),
             performance=Performance(points=20, bench_args=[], comparison="tiled",
                                     requires=[]),
-            metrics=[Metric(name="m", metric="x.sum", points=0)], stretch=None)
+            metrics=[Metric(name="m", metric="x.sum", points=0)], stretch=None, correctness=[])
         job = SimpleNamespace(
             rubric=rubric, seed=7, test_timeout=60, has_gpu=True, gpu_section=section,
+            why_no_gpu="",
             costs=Meter(), say=lambda text: None, lab=SimpleNamespace(folder="04_tiled_matmul",
                                                     solution_dir=Path("/")),
             trees=SimpleNamespace(run_env={}, identity=None))
@@ -453,7 +454,7 @@ class GpuSectionTest(unittest.TestCase):
                     "bench", bench.BenchRuns(unmeasured=unmeasured))), \
                 mock.patch.object(profiler, "metric", measured(
                     "profiler", profiler.MetricRun(unmeasured=unmeasured))):
-            stage.run(job, place, tested, set(), lab)
+            stage.score_parts(job, place, tested, lab)
         self.assertEqual(list(job.costs.record()), ["sanitizer", "bench", "profiler"])
         self.assertEqual(log, ["enter sanitizer", "sanitizer", "leave sanitizer",
                                "enter bench", "bench", "leave bench",
@@ -519,7 +520,7 @@ class AlteredBenchDocumentTest(unittest.TestCase):
     def test_a_document_written_twice_scores_nothing_and_is_flagged(self):
         runs = self.run_fake("twice")
         self.assertIn(bench.BENCH_ALTERED, runs.altered)
-        part = measured_parts.performance_part(Performance(points=20, bench_args=[],
+        part = speed_part.performance_part(Performance(points=20, bench_args=[],
                                                            requires=[], comparison="tiled"),
                                                runs, set())
         self.assertEqual(part.points, 0.0)
@@ -528,7 +529,7 @@ class AlteredBenchDocumentTest(unittest.TestCase):
     def test_a_document_the_harness_cannot_have_written_is_flagged(self):
         runs = self.run_fake("mistyped")
         self.assertIn("passed", runs.altered)
-        part = measured_parts.performance_part(Performance(points=20, bench_args=[],
+        part = speed_part.performance_part(Performance(points=20, bench_args=[],
                                                            requires=[], comparison="tiled"),
                                                runs, set())
         self.assertEqual(part.points, 0.0)

@@ -7,6 +7,7 @@ import json
 import shutil
 import tempfile
 import unittest
+from unittest import mock
 from pathlib import Path
 
 from grader.batch import regrade_rules
@@ -16,6 +17,7 @@ from grader.result import (GRADED, NOT_GRADED, REVIEW, GradeResult, LabResult, P
 from grader.rubric import load_rubric
 
 LAB = "04_tiled_matmul"
+GOLDEN = ROOT / "grader" / "tests" / "data" / "golden" / "reference.json"
 
 
 def read_history(student_dir: Path) -> list[dict]:
@@ -102,6 +104,37 @@ class RescoreTest(unittest.TestCase):
             regrade_rules.rescore(_result(), {LAB: renamed})
         with self.assertRaisesRegex(regrade_rules.RegradeError, "no rubric"):
             regrade_rules.rescore(_result(), {})
+
+    @unittest.skipUnless(GOLDEN.is_file(), "the golden results are not in a student copy")
+    def test_lab04_with_its_bonus_parts_rescores_under_its_own_rubric(self):
+        # Before the parts' registry, the maxima left out the [stretch] part and gave a bonus
+        # group its offer as a maximum, so every lab 04 result was refused here.
+        golden = json.loads(GOLDEN.read_text())
+        lab04 = next(lab for lab in golden["labs"] if lab["lab"] == LAB)
+        result = {**golden, "labs": [lab04]}
+        rubric = load_rubric(find_lab(LAB, ROOT))
+        out = regrade_rules.rescore(result, {LAB: rubric})
+        self.assertEqual(out["labs"][0]["parts"], lab04["parts"])
+        self.assertEqual(out["points"], lab04["points"])
+
+    def test_a_bonus_offer_that_changed_rescales_what_it_earned(self):
+        lab = {"lab": LAB, "parts": [
+            {"kind": "correctness", "name": "Core", "points": 50.0, "max_points": 100.0,
+             "details": {}},
+            {"kind": "correctness", "name": "Extra", "points": 5.0, "max_points": 0.0,
+             "details": {"bonus": 10.0}}],
+            "tests": [{"group": "Extra", "points": 5.0, "max_points": 10.0}]}
+        rubric = load_rubric(find_lab(LAB, ROOT))
+        with mock.patch.object(regrade_rules, "rubric_maxima", return_value={
+                ("correctness", "Core"): 100.0, ("correctness", "Extra"): 0.0}), \
+                mock.patch.object(regrade_rules, "bonus_offers",
+                                  return_value={("correctness", "Extra"): 20.0}):
+            out = regrade_rules.rescore({"labs": [lab]}, {LAB: rubric})
+        extra = out["labs"][0]["parts"][1]
+        self.assertEqual((extra["points"], extra["max_points"], extra["details"]["bonus"]),
+                         (10.0, 0.0, 20.0))
+        self.assertEqual(out["labs"][0]["tests"][0]["points"], 10.0)
+        self.assertEqual((out["points"], out["max_points"]), (60.0, 100.0))
 
     def test_maxima_from_a_real_rubric(self):
         maxima = regrade_rules.rubric_maxima(load_rubric(find_lab(LAB, ROOT)))

@@ -157,7 +157,7 @@ class CorrectnessRulesTest(unittest.TestCase):
     def _grade(self, groups, statuses, has_gpu):
         from grader.rubric import Rubric
         from grader.catch2.testrun import Case, CaseRun
-        from grader.lab_parts import correctness
+        from grader.parts.correctness import correctness
         cases = [Case(name, tuple(tags)) for name, tags, _ in statuses]
         runs = {name: CaseRun(name, tuple(tags), status) for name, tags, status in statuses
                 if status is not None}

@@ -107,7 +107,7 @@ class StretchPartTest(unittest.TestCase):
         from grader.measure.sanitizer import SanitizerRuns
         from grader.measure.sanitizer import SanitizerSummary
         from grader.rubric import Stretch
-        from grader.measured_parts import stretch_part
+        from grader.parts.stretch import stretch_part
         stretch = Stretch(points=6, comparison="register_tiled", requires=["Bonus"],
                           target_fraction=0.6, floor_fraction=0.2,
                           sanitizer_tests="[s]", bonus=True)

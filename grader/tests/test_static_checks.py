@@ -325,7 +325,6 @@ class StageOrderTest(unittest.TestCase):
         built.outcome.ok = True
         part = PartResult("static", "Static checks", "graded", 0.0, 0.0, "", {})
         tested = mock.Mock(canonical=[], runs={}, log=[])
-        scored = mock.Mock(parts=[], tests=[], full_groups=[])
         job = mock.Mock(missing=False, has_gpu=has_gpu, costs=Meter())
         with mock.patch.multiple(lab_stage.build, reference=record("build.reference"),
                                  student=record("build.student", built),
@@ -336,10 +335,8 @@ class StageOrderTest(unittest.TestCase):
                 mock.patch.multiple(lab_stage.static, check=record("static", (part, violations))), \
                 mock.patch.multiple(lab_stage.tests, prepare=record("tests.prepare", (None, [])),
                                     run=record("tests.run", tested)), \
-                mock.patch.multiple(lab_stage.gpu_parts, run=record("gpu_parts.run")), \
-                mock.patch.multiple(lab_stage.lab_parts, correctness=record("score", scored),
-                                      finish_unfinished=record("finish"),
-                                      not_graded_parts=record("not_graded", [])):
+                mock.patch.object(lab_stage, "score_parts", record("score_parts")), \
+                mock.patch.multiple(lab_stage.kinds, finish_unfinished=record("finish")):
             result = LabResult("04_tiled_matmul", "t", 0.0, 100.0)
             lab_stage.grade_lab(job, result)
         return calls, result
@@ -349,13 +346,13 @@ class StageOrderTest(unittest.TestCase):
 
         calls, result = self.grade([sc.Violation("reference", "fopen", "s.cu:3", "no files")])
         self.assertEqual(calls[:3], ["build.reference", "build.student", "static"])
-        self.assertFalse([c for c in calls if c.startswith(("tests.", "gpu_parts."))], calls)
+        self.assertFalse([c for c in calls if c.startswith(("tests.", "score_parts"))], calls)
         self.assertEqual(result.failure, STATIC_VIOLATION)
 
     def test_the_checks_come_before_the_tests_and_the_gpu_stages(self):
         calls, result = self.grade([])
         self.assertLess(calls.index("static"), calls.index("tests.run"))
-        self.assertLess(calls.index("tests.run"), calls.index("gpu_parts.run"))
+        self.assertLess(calls.index("tests.run"), calls.index("score_parts"))
         self.assertIsNone(result.failure)
 
 
