@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 from ..exports import lms
 from ..parts.kinds import GATE_KINDS, bonus_offers, maxima
-from ..result import NO_SUBMISSION
+from ..result import NO_SUBMISSION, Kind
 
 # The gradebook's statuses, one meaning each (grader/README.md, "Statuses in the gradebook"):
 # a student's `status` (how their grading ended) and a lab's `<lab> status` (what its points
@@ -175,7 +175,7 @@ def rescore(result: dict[str, Any], rubrics: dict[str, Any]) -> dict[str, Any]:
             if scale == 1.0:
                 continue
             part["points"] = _round(part["points"] * scale)
-            if part["kind"] == "correctness":
+            if part["kind"] == Kind.CORRECTNESS:
                 for test in lab.get("tests", []):
                     if test.get("group") == key[1]:
                         test["points"] = _round(test["points"] * scale)
