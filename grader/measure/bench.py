@@ -32,6 +32,29 @@ class Unread(enum.Enum):
     ALTERED = "altered"  # its document was written to besides the harness (BENCH_ALTERED)
 
 
+class Flaw(enum.Enum):
+    """What the harness found wrong with a side's timed runs, by kind (Verdict.flaw)."""
+
+    UNCHECKED = "unchecked"  # the timed output was not checked
+    WRONG_OUTPUT = "wrong_output"  # the candidate's output was wrong in some run
+    BASELINE_WRONG = "baseline_wrong"  # the baseline's, in the same process as the candidate
+    NOT_DETERMINISTIC = "not_deterministic"  # a required second run gave other bits
+    NO_LAUNCH = "no_launch"  # a timed call launched no kernel
+    REVIEW = "review"  # the host-time cross-check flagged the timing (Review.flagged)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One of the harness's verdicts on the timed runs: its kind, which the parts decide by,
+    and the sentence a reason quotes (also what str() gives)."""
+
+    flaw: Flaw
+    said: str
+
+    def __str__(self) -> str:
+        return self.said
+
+
 @dataclass(frozen=True)
 class BenchProblem:
     """A bench run that gave no document: the kind, and the sentence a reason quotes."""
@@ -115,36 +138,40 @@ def summary(comp: PairTiming, doc: Document) -> BenchSummary:
         cases=list(doc.cases), metrics=dict(doc.metrics), plots=list(doc.plots))
 
 
-def timed_output_problem(comp: PairTiming, whose: str = "your") -> str | None:
+def timed_output_problem(comp: PairTiming, whose: str = "your") -> Verdict | None:
     """The candidate's output wrong in some run (which pair and sample, where, got and
     expected), the baseline's wrong in the same process, or a required determinism check
     failed."""
     cand = comp.candidate.verification or Verification()
     if not cand.checked:
-        return f"the output of {whose} timed kernel was not checked"
+        return Verdict(Flaw.UNCHECKED, f"the output of {whose} timed kernel was not checked")
     if not cand.passed:
-        return f"the output of {whose} timed kernel was wrong: {cand.failure_text()}"
+        return Verdict(Flaw.WRONG_OUTPUT, f"the output of {whose} timed kernel was wrong: "
+                       f"{cand.failure_text()}")
     base = comp.baseline.verification or Verification()
     if base.wrong:
-        return (f"the baseline's output was wrong in the same run as {whose} code (does it "
-                f"write outside its own output?): {base.failure_text()}")
+        return Verdict(Flaw.BASELINE_WRONG, f"the baseline's output was wrong in the same run "
+                       f"as {whose} code (does it write outside its own output?): "
+                       f"{base.failure_text()}")
     det = comp.determinism or Determinism()
     if det.checked and det.required and det.identical is False:
-        return (f"{whose} kernel is not deterministic: "
-                + (det.message or "a second run on the same inputs gave other bits"))
+        return Verdict(Flaw.NOT_DETERMINISTIC, f"{whose} kernel is not deterministic: "
+                       + (det.message or "a second run on the same inputs gave other bits"))
     return None
 
 
-def launch_problem(comp: PairTiming) -> str | None:
+def launch_problem(comp: PairTiming) -> Verdict | None:
     """A candidate call that launched no kernel (only where the bench counted launches)."""
     launches = comp.candidate.launches
     if launches is None or not launches.counted:
         return None
     if launches.max == 0:
-        return "your code launched no kernel (0 kernel launches in every timed call)"
+        return Verdict(Flaw.NO_LAUNCH, "your code launched no kernel (0 kernel launches in "
+                       "every timed call)")
     if launches.min == 0:
-        return (f"your code launched no kernel in some timed calls (0 to {launches.max} "
-                "launches per call): the output cannot have come from the timed work")
+        return Verdict(Flaw.NO_LAUNCH, f"your code launched no kernel in some timed calls (0 "
+                       f"to {launches.max} launches per call): the output cannot have come "
+                       "from the timed work")
     return None
 
 
@@ -160,11 +187,12 @@ def clock_note(comp: PairTiming) -> str:
             f"clock beside your code ({why}).")
 
 
-def review_problem(comp: PairTiming) -> str | None:
+def review_problem(comp: PairTiming) -> Verdict | None:
     """The harness's review flag (work escaped the timing events), with its reasons."""
     if comp.review is None or not comp.review.flagged:
         return None
-    return "; ".join(comp.review.reasons) or "the host-time cross-check flagged the timing"
+    return Verdict(Flaw.REVIEW, "; ".join(comp.review.reasons)
+                   or "the host-time cross-check flagged the timing")
 
 
 @dataclass
@@ -178,9 +206,10 @@ class BenchRuns:
     timing: Timing | None = None
     unmeasured: str = ""
     failed: str = ""
-    output_problem: str | None = None  # timed_output_problem of the student's run
-    launch_problem: str | None = None
-    review_problem: str | None = None
+    # The harness's verdicts on the student's timed runs (None: nothing wrong)
+    output_problem: Verdict | None = None  # timed_output_problem
+    launch_problem: Verdict | None = None
+    review_problem: Verdict | None = None
     student_doc: Document | None = None  # the student's whole bench document ([stretch])
     reference_doc: Document | None = None  # the reference's (its limits and work)
     student_comparison: PairTiming | None = None  # the scored comparison of student_doc

@@ -87,8 +87,8 @@ def performance_part(perf: "Performance", runs: "BenchRuns",
     missing = scoring.missing_groups(perf.requires, full_groups)
     if runs.output_problem or runs.launch_problem or missing:
         part.reason = ("No speed points: "
-                       + (f"correctness comes first: {runs.output_problem}"
-                          if runs.output_problem else runs.launch_problem
+                       + (f"correctness comes first: {runs.output_problem.said}"
+                          if runs.output_problem else runs.launch_problem.said
                           if runs.launch_problem else
                           "correctness comes first: these groups need full marks: "
                           + ", ".join(missing)) + ".")
@@ -101,7 +101,7 @@ def performance_part(perf: "Performance", runs: "BenchRuns",
     if runs.review_problem:
         part.status = REVIEW
         part.reason = ("Flagged for review: the bench's host-time cross-check says your timing "
-                       f"cannot be trusted ({runs.review_problem}); no speed points until a "
+                       f"cannot be trusted ({runs.review_problem.said}); no speed points until a "
                        "person has looked at it.")
         comp = runs.student_comparison
         review = comp.review if comp is not None else None

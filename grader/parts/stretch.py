@@ -137,7 +137,7 @@ def _stretch_stopped(stretch: "Stretch", doc: "Document", comp: "PairTiming | No
         return GRADED, f"No points: the bench reported no comparison '{stretch.comparison}'."
     problem = bench.timed_output_problem(comp) or bench.launch_problem(comp)
     if problem:
-        return GRADED, f"No points: correctness comes first: {problem}."
+        return GRADED, f"No points: correctness comes first: {problem.said}."
     if stretch.sanitizer_tests:
         if sanitizer is None or sanitizer.unmeasured:
             return NOT_MEASURED, (sanitizer.unmeasured if sanitizer else "Not measured: "
@@ -148,5 +148,5 @@ def _stretch_stopped(stretch: "Stretch", doc: "Document", comp: "PairTiming | No
     review = bench.review_problem(comp)
     if review:
         return REVIEW, ("Flagged for review: the bench's host-time cross-check says your "
-                        f"timing cannot be trusted ({review}).")
+                        f"timing cannot be trusted ({review.said}).")
     return None

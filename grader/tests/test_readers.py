@@ -6,7 +6,7 @@ import re
 import unittest
 from pathlib import Path
 
-from grader.measure.bench import timed_output_problem
+from grader.measure.bench import Flaw, timed_output_problem
 from grader.benchdoc import Document, parse_document
 from grader.benchfields import BenchError
 from grader.measure import ncu_csv
@@ -177,7 +177,9 @@ class BenchJsonTest(unittest.TestCase):
         self.assertEqual(comp.speedup.n, len(comp.speedup.samples or ()))
         self.assertTrue(comp.candidate.verification.passed)
         self.assertIsNone(timed_output_problem(comp))
-        self.assertIn("C[17][4000]", timed_output_problem(doc.named("dynamic")))
+        verdict = timed_output_problem(doc.named("dynamic"))
+        self.assertEqual(verdict.flaw, Flaw.WRONG_OUTPUT)
+        self.assertIn("C[17][4000]", verdict.said)
         # the records go back to JSON as the document wrote them
         self.assertEqual(doc.to_dict(), json.loads((DATA / "bench_lab04.json").read_text()))
 
