@@ -39,11 +39,6 @@ class Entry:
     def key(self) -> tuple[Kind, str]:
         return (self.kind, self.name)
 
-    @property
-    def offered(self) -> float:
-        """The points the part offers: a bonus's on top, another's within the maximum."""
-        return self.max_points if self.bonus is None else self.bonus
-
 
 @dataclass
 class PartContext:

@@ -1,7 +1,7 @@
 """Every kind of part, once, in report order: the gates (Build, Static checks), then the
 parts a rubric scores (correctness groups, memory safety, speed, the stretch speed part,
-profiler metrics). A new kind of part is its module in grader/parts/ and its line below;
-what the grader derives from a rubric's parts (their maxima, the bonus offers, what each
+profiler metrics). A new kind of part is its module in grader/parts/, its line below, a
+member of result.Kind and its table in grader/rubric.py's schema; what the grader derives from a rubric's parts (their maxima, the bonus offers, what each
 measures, the parts a lab did not reach) loops over `PARTS`, and the lab's stage measures
 and scores them in this order (grader/stages/lab.py)."""
 
@@ -30,11 +30,6 @@ LABELS: dict[Kind, str] = {**{g.kind: g.label for g in GATES},
                            **{p.kind: p.label for p in PARTS}}
 GATE_KINDS = frozenset(g.kind for g in GATES)
 GPU_KINDS = frozenset(p.kind for p in PARTS if p.gpu)
-
-
-def label(kind: Kind | str) -> str:
-    """The kind's name in reports ("Memory safety")."""
-    return LABELS[Kind(kind)]
 
 
 def entries(rubric: "Rubric") -> list[Entry]:
