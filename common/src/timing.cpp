@@ -248,15 +248,11 @@ std::uint64_t Harness::pair_key(const std::string& salt, bool warmup, int pair) 
 }
 
 // Everything a measurement of one or two sides produced.
-struct Harness::Outcome {
+struct Harness::Outcome : TimingRun {
   std::vector<SideResult> sides;  // pair: baseline, candidate; single: the case
   SampleStats speedup;
-  bool converged = false;
-  double wall_seconds = 0;
   int warmups = 0;
   int refused = 0;
-  DeterminismResult determinism;
-  Review review;
 };
 
 namespace {
@@ -783,27 +779,21 @@ void Harness::Session::review_host_time() {
 PairTiming Harness::time_pair(const Measurement& m) {
   Outcome o = Session(*this, m, true).run();
   PairTiming t;
+  static_cast<TimingRun&>(t) = std::move(static_cast<TimingRun&>(o));
   t.baseline = std::move(o.sides[0]);
   t.candidate = std::move(o.sides[1]);
   t.speedup = std::move(o.speedup);
-  t.converged = o.converged;
-  t.wall_seconds = o.wall_seconds;
   t.warmup_pairs = o.warmups;
   t.refused_pairs = o.refused;
-  t.determinism = std::move(o.determinism);
-  t.review = std::move(o.review);
   return t;
 }
 
 CaseTiming Harness::time_single(const Measurement& m) {
   Outcome o = Session(*this, m, false).run();
   CaseTiming t;
+  static_cast<TimingRun&>(t) = std::move(static_cast<TimingRun&>(o));
   t.result = std::move(o.sides[0]);
-  t.converged = o.converged;
-  t.wall_seconds = o.wall_seconds;
   t.refused_samples = o.refused;
-  t.determinism = std::move(o.determinism);
-  t.review = std::move(o.review);
   return t;
 }
 

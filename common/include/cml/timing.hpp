@@ -335,27 +335,27 @@ struct SideResult {
   RemoteStats remote;
 };
 
-/// Result of timing two cases interleaved.
-struct PairTiming {
-  SideResult baseline;
-  SideResult candidate;
-  SampleStats speedup;  ///< baseline time / candidate time (`ms`), one value per kept pair
+/// What every measurement gives, a pair or a case alone: declared once, here.
+struct TimingRun {
   bool converged = false;
   double wall_seconds = 0;
-  int warmup_pairs = 0;
-  int refused_pairs = 0;
   DeterminismResult determinism;
   Review review;
 };
 
+/// Result of timing two cases interleaved.
+struct PairTiming : TimingRun {
+  SideResult baseline;
+  SideResult candidate;
+  SampleStats speedup;  ///< baseline time / candidate time (`ms`), one value per kept pair
+  int warmup_pairs = 0;
+  int refused_pairs = 0;
+};
+
 /// Result of timing one case alone.
-struct CaseTiming {
+struct CaseTiming : TimingRun {
   SideResult result;
-  bool converged = false;
-  double wall_seconds = 0;
   int refused_samples = 0;
-  DeterminismResult determinism;
-  Review review;
 };
 
 /// RAII pair of CUDA events.
