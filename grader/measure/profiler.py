@@ -229,8 +229,8 @@ def _profile(ncu: str, metric: Metric, ctx: Context, binary: Path, call: str,
                           (log.write_fd,))
         details["commands"].append(" ".join(cmd))
         out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3),
-                          env=ctx.env, identity=ctx.identity, jail=ctx.jail, fresh=True,
-                          channels=[log], syscalls=seccomp.TOOL)
+                          env=sandbox.untimed_env(ctx.env), identity=ctx.identity,
+                          jail=ctx.jail, fresh=True, channels=[log], syscalls=seccomp.TOOL)
     if not log.data.strip():
         raise _NotMeasured(f"Not measured: ncu wrote no log ({out.describe()}).")
     if log.oversized:

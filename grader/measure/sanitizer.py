@@ -261,8 +261,8 @@ def _run_sanitizer(one: _SanitizerRun, ctx: Context) -> tuple[sandbox.Outcome, s
             pair = pairs.run_pair([str(one.binary), *one.tests_args(report.path, ctx.seed)],
                                   one.runner_command(log),
                                   cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3),
-                                  env=ctx.env, identity=ctx.identity, jail=ctx.jail,
-                                  channels=[report], runner_channels=[log],
+                                  env=sandbox.untimed_env(ctx.env), identity=ctx.identity,
+                                  jail=ctx.jail, channels=[report], runner_channels=[log],
                                   syscalls=seccomp.TOOL)
             out = pair.runner
             if pair.checker.timed_out and not out.timed_out:
@@ -270,8 +270,9 @@ def _run_sanitizer(one: _SanitizerRun, ctx: Context) -> tuple[sandbox.Outcome, s
                                       out.output_tail)
         else:
             out = sandbox.run(one.command(log, report.path, ctx.seed), cwd=ctx.run_dir,
-                              timeout=ctx.limit(ctx.timeout * 3), env=ctx.env,
-                              identity=ctx.identity, jail=ctx.jail, fresh=True,
+                              timeout=ctx.limit(ctx.timeout * 3),
+                              env=sandbox.untimed_env(ctx.env), identity=ctx.identity,
+                              jail=ctx.jail, fresh=True,
                               channels=[log, report], syscalls=seccomp.TOOL)
     return out, log.text(), log.oversized
 

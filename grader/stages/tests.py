@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from .. import bwrap, confine, parallel, workspace
+from .. import bwrap, confine, parallel, sandbox, workspace
 from ..linking import CHECKERS, tests_kind
 from ..result import CRASHED, FAILED, PASSED, TIMEOUT
 from ..catch2.testrun import TEST_KINDS, Case, CaseRun, Runner, list_cases
@@ -107,6 +107,11 @@ def run(job: LabJob, place: RunPlace, canonical: list[Case]) -> TestRuns:
     layers = [("host", HOST_SPEC)] + ([("gpu", GPU_SPEC)] if job.has_gpu else [])
     for layer, spec in layers:
         with _layer_section(job, layer):
+            # Made inside the section, which sets the device in run_env. Nothing is timed in
+            # either layer: one work queue per CUDA context (sandbox.untimed_env). The host
+            # layer keeps the GPU: a global set from a device query before main(), with an
+            # error macro that exits, is fair code.
+            env = sandbox.untimed_env(trees.run_env)
             deadline = time.monotonic() + STAGE_BUDGET * job.test_timeout
             stop = threading.Event()
             todo = []
@@ -117,7 +122,7 @@ def run(job: LabJob, place: RunPlace, canonical: list[Case]) -> TestRuns:
                 expected = [c for c in canonical if c.matches(spec) and c.runs_in(kind)]
                 if not expected:
                     continue
-                runner = Runner(place.run_dir, trees.run_env, trees.identity, job.seed,
+                runner = Runner(place.run_dir, env, trees.identity, job.seed,
                                 job.test_timeout, jail=place.jail, deadline=deadline,
                                 stop=stop, remote=place.remote)
                 job.say(f"{job.lab.folder}: running {layer} tests ({binary.name})")
