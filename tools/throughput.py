@@ -5,13 +5,15 @@ submission takes (from result.json), and the wall time of a batch of N submissio
 (copies of the reference). Prints the device, then a short table.
 
 Usage: python3 tools/throughput.py [--labs 01,04] [--batch N] [--jobs J] [--skip-cold]
-                                   [--regrades K] [--out DIR]
+                                   [--regrades K] [--against CHECKOUT] [--out DIR]
 After the table, where the first warm grade's time went, lab by lab and stage by stage
 (result.json's `stages`). Defaults: every lab, a batch of 4, the batch's own --jobs
 default; about 6 to 9 minutes on a 16-core machine with one H100. Run it as root, like the
 grader (student code then runs as an unprivileged user). --regrades K grades the reference
 K times warm and shows the spread of the performance points per lab (the timing
-protocol's reproducibility).
+protocol's reproducibility). --against CHECKOUT grades with another checkout of the
+grader too (the code before a change), the two in turn on the same cache, so a cut is
+measured as a ratio in one run.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,11 +48,12 @@ def reference_submission(labs, dest: Path) -> Path:
     return dest
 
 
-def grader(args: list[str], log: Path) -> float:
-    """Runs `python3 -m grader ARGS`, its output into `log`; the wall time."""
+def grader(args: list[str], log: Path, root: Path = ROOT) -> float:
+    """Runs `python3 -m grader ARGS` in the checkout `root`, its output into `log`; the
+    wall time."""
     start = time.monotonic()
     with log.open("w") as f:
-        proc = subprocess.run([sys.executable, "-m", "grader", *args], cwd=ROOT, stdout=f,
+        proc = subprocess.run([sys.executable, "-m", "grader", *args], cwd=root, stdout=f,
                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     seconds = time.monotonic() - start
     if proc.returncode not in (0,):
@@ -122,6 +126,10 @@ def main() -> int:
                         "when empty, untimed)")
     p.add_argument("--regrades", type=int, default=1,
                    help="warm grades of the reference (0: none, e.g. a batch alone)")
+    p.add_argument("--against", type=Path, default=None,
+                   help="another checkout of the grader (say, the code before a change): "
+                        "every warm grade is made with it too, the two in turn on the same "
+                        "cache, and both are shown with their ratio")
     p.add_argument("--out", type=Path, default=None, help="keep everything here")
     p.add_argument("--seed", type=int, default=4242)
     args = p.parse_args()
@@ -147,31 +155,53 @@ def main() -> int:
                       out / "cold.log")
         rows.append(("grade, cold (s)", f"{cold:.1f}"))
         print(f"  {cold:.1f} s", flush=True)
-    elif not (cache / "entries").is_dir() or not any((cache / "entries").iterdir()):
-        print("filling the reference cache (not timed) ...", flush=True)
-        grader(["cache", "fill", "--cache", str(cache), "--labs", *lab_arg.split(",")],
-               out / "fill.log")
+    # (label, checkout, the folder name of its warm grades): this checkout's keep "warm-K"
+    trees = [("", ROOT, "warm")]
+    if args.against:
+        trees.append(("against", args.against.resolve(), "against"))
+    for label, root, _ in trees:
+        if label or not (cache / "entries").is_dir() or not any((cache / "entries").iterdir()):
+            # the other checkout's entries are its own where its sources differ
+            print(f"filling the reference cache{' for ' + label if label else ''} (not "
+                  "timed) ...", flush=True)
+            grader(["cache", "fill", "--cache", str(cache), "--labs", *lab_arg.split(",")],
+                   out / f"fill{'-' + label if label else ''}.log", root)
 
-    warm_times, points = [], []
+    warm_times: dict[str, list[float]] = {name: [] for _, _, name in trees}
+    points = []
     for k in range(max(0, args.regrades)):
-        print(f"warm grade {k + 1} ...", flush=True)
-        dest = out / f"warm-{k + 1}"
-        warm_times.append(grader(["grade", str(sub), "--out", str(dest), *common],
-                                 out / f"warm-{k + 1}.log"))
-        print(f"  {warm_times[-1]:.1f} s", flush=True)
-        if (dest / "result.json").is_file():
-            points.append(perf_points(dest / "result.json"))
-    if warm_times:
-        rows.append(("grade, warm (s)", " / ".join(f"{t:.1f}" for t in warm_times)))
-    result = out / "warm-1" / "result.json"
-    if result.is_file():
-        total, stages = gpu_seconds(result)
-        rows.append(("GPU-seconds per submission", f"{total:.1f}"))
+        turn = trees if k % 2 else trees[::-1]  # in turn: the other checkout first, then this
+        for label, root, name in turn:
+            print(f"warm grade {k + 1}{' (' + label + ')' if label else ''} ...", flush=True)
+            dest = out / f"{name}-{k + 1}"
+            warm_times[name].append(grader(["grade", str(sub), "--out", str(dest), *common],
+                                           out / f"{name}-{k + 1}.log", root))
+            print(f"  {warm_times[name][-1]:.1f} s", flush=True)
+            if not label and (dest / "result.json").is_file():
+                points.append(perf_points(dest / "result.json"))
+    results = []
+    for label, _, name in trees:
+        suffix = f" [{label}]" if label else ""
+        if warm_times[name]:
+            rows.append((f"grade, warm (s){suffix}",
+                         " / ".join(f"{t:.1f}" for t in warm_times[name])))
+        found = out / f"{name}-1" / "result.json"
+        if not found.is_file():
+            continue
+        results.append((label, found))
+        total, stages = gpu_seconds(found)
+        rows.append((f"GPU-seconds per submission{suffix}", f"{total:.1f}"))
         rows.append(("  by stage (labs overlap)",
                      ", ".join(f"{k} {v:.1f}" for k, v in sorted(stages.items()))))
-        _, waits = gpu_seconds(result, "gpu_waited")
+        _, waits = gpu_seconds(found, "gpu_waited")
         rows.append(("  waited to enter, by stage",
                      ", ".join(f"{k} {v:.1f}" for k, v in sorted(waits.items())) or "none"))
+    if args.against and all(warm_times.values()):
+        mine, theirs = (statistics.median(warm_times[n]) for n in ("warm", "against"))
+        gpu = [gpu_seconds(r)[0] for _, r in results]
+        rows.append(("this / against, warm (median)", f"{mine / theirs:.2f}"
+                     + (f"; GPU-seconds {gpu[0] / gpu[1]:.2f}" if len(gpu) == 2 and gpu[1]
+                        else "")))
     if len(points) > 1:
         spread = {lab: max(pt.get(lab, 0) for pt in points) - min(pt.get(lab, 0)
                                                                  for pt in points)
@@ -200,9 +230,10 @@ def main() -> int:
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"  {key:<{width}}  {value}")
-    if result.is_file():
-        print("\n  where a warm grade's time goes (s; stage wall/GPU-seconds; floor: the "
-              "device time of the bench's timed calls)")
+    for label, result in results:
+        print("\n  where a warm grade's time goes" + (f" [{label}]" if label else "")
+              + " (s; stage wall/GPU-seconds; floor: the device time of the bench's timed "
+              "calls)")
         for line in where_time_goes(result):
             print(f"  {line}")
     if args.out is None:
