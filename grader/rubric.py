@@ -131,20 +131,6 @@ class StaticRules:
     refuse_reference: list[str] = field(default_factory=list)
     refuse_why: str = ""
 
-    # The deny-list keys are gone; these stay empty until grader/pipeline.py calls
-    # static_checks.check_object / check_preprocessed instead of the old deny-list checks.
-    @property
-    def deny_symbols(self) -> list[str]:
-        return []
-
-    @property
-    def allow_symbols(self) -> list[str]:
-        return []
-
-    @property
-    def deny_source(self) -> list[str]:
-        return []
-
 
 @dataclass
 class Rubric:
@@ -159,14 +145,6 @@ class Rubric:
     metrics: list[Metric] = field(default_factory=list)
     static: StaticRules = field(default_factory=StaticRules)
     stretch: Stretch | None = None
-
-    @property
-    def bonus_points(self) -> float:
-        """Points a lab offers above its maximum (parts marked bonus = true)."""
-        total = sum(g.points for g in self.correctness if g.bonus)
-        if self.stretch and self.stretch.bonus:
-            total += self.stretch.points
-        return total
 
     @property
     def max_points(self) -> float:

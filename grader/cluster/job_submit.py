@@ -33,7 +33,6 @@ from ..paths import ROOT
 from .slurm_output import (SQUEUE_FORMAT, JobState, default_partition, describe, has_gpu,
                            parse_scontrol_state, parse_squeue, partition_gres, queue_position)
 
-JOBS = ROOT / ".grader" / "slurm"  # one folder per job, and the jobs' shared build folder
 POLL_S = 2.0
 REPEAT_S = 30.0  # an unchanged state is said again this often
 GRACE_S = 30.0  # a finished job's files may take this long to show on a shared file system

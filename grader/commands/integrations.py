@@ -29,7 +29,6 @@ from ..paths import ROOT, LabPaths
 from ._common import Subcommands, choose_labs
 
 HELP = "platform integrations: the Gradescope autograder zip; grade an upload for a platform"
-INTEGRATIONS = ROOT / "integrations"
 # What the autograder's repo/ holds besides the chosen labs (everything the grader builds).
 REPO_TOP = ("CMakeLists.txt", "CMakePresets.json", "cmake", "common", "grader", "docs",
             "integrations", "tools")

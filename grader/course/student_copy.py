@@ -192,8 +192,6 @@ def classroom_workflow(tree: Files, labs: list[str]) -> str:
         f"          runners: {','.join(ids)}\n")
 
 
-COPY_WORKFLOWS = (".github/workflows/build.yml", ".github/workflows/classroom.yml")
-
 
 def workflow_notes(gpu_path: str) -> list[str]:
     """What `grader release` says of the copy's workflows and of the GPU path the course

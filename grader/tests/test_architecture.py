@@ -1,11 +1,13 @@
 """docs/architecture.md against the code: every grader module, file and function it names
 exists, its list of the grader's own modules is whole, and its claims about the imports
 hold (nothing below commands/ imports a command, no two modules share a file name, no
-circle of imports of any length, no module over 450 lines and no function over 80)."""
+circle of imports of any length, no module over 450 lines and no function over 80), and no
+code is kept alive only by its tests."""
 
 from __future__ import annotations
 
 import ast
+import collections
 import importlib
 import re
 import unittest
@@ -170,6 +172,37 @@ class ArchitectureDocTest(unittest.TestCase):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                 and (node.end_lineno or node.lineno) - node.lineno + 1 > 80]
         self.assertEqual(big + long, [])
+
+    def test_no_code_is_kept_alive_only_by_its_tests(self):
+        self.assertIn("No code is kept alive only by its tests", self.text)
+        # What may name the grader's code: the grader but its tests, the tools, the
+        # platforms' integrations.
+        users = [*MODULES.values(), *sorted((ROOT / "tools").glob("*.py")),
+                 *sorted((ROOT / "integrations").rglob("*.py"))]
+        words = collections.Counter(word for p in users
+                                    for word in re.findall(r"\w+", p.read_text(encoding="utf-8")))
+        # named once in all of it: its definition alone
+        unused = [f"{name}.{defined}" for name, path in MODULES.items()
+                  for defined in _defined(path) if words[defined] <= 1]
+        self.assertEqual(unused, [], "named nowhere but where it is defined (and the tests)")
+
+
+def _defined(path: Path) -> list[str]:
+    """The top-level functions, classes and names a module defines, and its classes'
+    methods (dunders aside)."""
+    names = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.append(node.name)
+        elif isinstance(node, ast.ClassDef):
+            names.append(node.name)
+            names += [m.name for m in node.body
+                      if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                      and not m.name.startswith("__")]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names += [t.id for t in targets if isinstance(t, ast.Name)]
+    return names
 
 
 def _imports() -> list[tuple[str, str]]:

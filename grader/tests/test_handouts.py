@@ -8,6 +8,7 @@ import re
 import unittest
 
 from grader import device_limits
+from grader.parts import kinds
 from grader.paths import ROOT, discover_labs
 from grader.rubric import load_rubric
 
@@ -77,7 +78,8 @@ class HandoutTest(unittest.TestCase):
                           lab.folder)
             self.assertAlmostEqual(sum(p for _, p, _ in rows), rubric.max_points)
             text = (ROOT / "handouts" / f"{lab.folder}.md").read_text()
-            self.assertAlmostEqual(sum(bonus_table(text)), rubric.bonus_points, msg=lab.folder)
+            self.assertAlmostEqual(sum(bonus_table(text)), sum(kinds.bonus_offers(rubric).values()),
+                                   msg=lab.folder)
             for name, points, host in rows:
                 gpu_only = re.match(r"(Memory safety|Speed|`?ncu|Achieved|Sectors)", name)
                 if gpu_only:
