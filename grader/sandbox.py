@@ -101,12 +101,12 @@ def scrubbed_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, s
 
 
 # Where nothing is timed (the tests, compute-sanitizer, ncu), a process's CUDA context gets one
-# hardware work queue instead of eight. The driver makes a context's queues while it holds
-# the whole device, so the contexts of processes that start together are made one after
-# another, and fewer queues make each one quicker: on an H200, 16 contexts made at once took
-# 1.2 s in all with one queue against 3.3 s with eight. Work on the streams of one process
-# keeps its order; it loses only its overlap on the device, which no test and no tool reads.
-# The bench keeps the default: a timed call may overlap its streams.
+# hardware work queue instead of eight. Contexts that processes make at the same time are
+# made about one at a time, and fewer queues make each quicker: on an H200, 16 made at once
+# took 3.3 s in all with eight queues (one alone 0.22-0.34 s) and 1.2 s with one. The work of
+# a process's streams keeps its order and loses only its overlap on the device, so a missing
+# wait between two streams shows less in the tests; the bench, which keeps the default (a
+# timed call may overlap its streams), still verifies what its calls wrote.
 UNTIMED_ENV = {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
 
 
