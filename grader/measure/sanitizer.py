@@ -255,14 +255,15 @@ def _run_sanitizer(one: _SanitizerRun, ctx: Context) -> tuple[sandbox.Outcome, s
     and no file an earlier run left. The tests' own report goes to a pipe too (the tool's
     log decides, not the report)."""
     # the time limit is taken when the run starts: what is left of the lab's GPU time then
+    env = sandbox.untimed_env(ctx.env)  # nothing is timed under the tool
     with channel.Channel() as log, channel.Channel() as report:
         if one.remote is not None:
             # The tool watches the runner alone; the checker (the tests) runs outside the jail.
             pair = pairs.run_pair([str(one.binary), *one.tests_args(report.path, ctx.seed)],
                                   one.runner_command(log),
                                   cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 3),
-                                  env=sandbox.untimed_env(ctx.env), identity=ctx.identity,
-                                  jail=ctx.jail, channels=[report], runner_channels=[log],
+                                  env=env, identity=ctx.identity, jail=ctx.jail,
+                                  channels=[report], runner_channels=[log],
                                   syscalls=seccomp.TOOL)
             out = pair.runner
             if pair.checker.timed_out and not out.timed_out:
@@ -270,9 +271,8 @@ def _run_sanitizer(one: _SanitizerRun, ctx: Context) -> tuple[sandbox.Outcome, s
                                       out.output_tail)
         else:
             out = sandbox.run(one.command(log, report.path, ctx.seed), cwd=ctx.run_dir,
-                              timeout=ctx.limit(ctx.timeout * 3),
-                              env=sandbox.untimed_env(ctx.env), identity=ctx.identity,
-                              jail=ctx.jail, fresh=True,
+                              timeout=ctx.limit(ctx.timeout * 3), env=env,
+                              identity=ctx.identity, jail=ctx.jail, fresh=True,
                               channels=[log, report], syscalls=seccomp.TOOL)
     return out, log.text(), log.oversized
 

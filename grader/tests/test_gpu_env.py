@@ -7,7 +7,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from grader import sandbox
+from grader import pairs, sandbox
 from grader.measure import Context, bench, profiler, sanitizer
 from grader.rubric import Metric
 from grader.catch2.testrun import Case
@@ -81,6 +81,21 @@ class RunEnvironmentTest(unittest.TestCase):
         run = sanitizer._sanitizer_run("compute-sanitizer", "memcheck", "tests_student",
                                        "[gpu]", self.tmp / "tests", self.ctx)
         with mock.patch.object(sandbox, "run", self.fake_run):
+            sanitizer._run_sanitizer(run, self.ctx)
+        self.assertEqual([env.get(QUEUES) for env in self.seen], ["1"])
+        self.assertNotIn(QUEUES, self.ctx.env)
+
+    def test_a_sanitizer_run_of_a_checker_and_its_runner_gets_one_work_queue(self):
+        self.ctx.remote = self.tmp / "runner"
+        run = sanitizer._sanitizer_run("compute-sanitizer", "memcheck", "tests_student",
+                                       "[gpu]", self.tmp / "checker", self.ctx)
+
+        def fake_pair(checker, runner, **kw):
+            self.seen.append(kw["env"])
+            done = sandbox.Outcome(checker, 0, False, 0.0, "")
+            return pairs.PairOutcome(done, done)
+
+        with mock.patch.object(pairs, "run_pair", fake_pair):
             sanitizer._run_sanitizer(run, self.ctx)
         self.assertEqual([env.get(QUEUES) for env in self.seen], ["1"])
         self.assertNotIn(QUEUES, self.ctx.env)
