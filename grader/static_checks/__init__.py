@@ -78,12 +78,12 @@ from .objects import check_object, harness_objects, interface_of
 from .results import CheckError, SourceFacts, SourceReport, Violation
 from .rules import ALLOWLIST, LabRules, Patterns, load_rules
 from .source import check_preprocessed, check_raw_source
-from .symbols import Symbol, demangle, read_symbols, scope_of
+from .symbols import Symbol, demangle, read_symbols, read_symbols_of, scope_of
 
 __all__ = [
     "ALLOWLIST", "CheckError", "LabRules", "Patterns", "Preprocessed", "RunFn", "SourceFacts",
     "SourceReport", "Symbol", "Violation", "check_object", "check_preprocessed",
     "check_raw_source", "check_submission", "compile_command_from_db", "demangle",
     "harness_objects", "interface_of", "load_rules", "local_run", "preprocess",
-    "read_symbols", "scope_of", "strip_comments", "student_compile_command",
+    "read_symbols", "read_symbols_of", "scope_of", "strip_comments", "student_compile_command",
 ]

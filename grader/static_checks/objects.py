@@ -12,12 +12,12 @@ from typing import Sequence
 from .libraries import system_exports
 from .results import SourceFacts, SourceReport, Violation
 from .rules import LabRules
-from .symbols import Symbol, read_symbols, scope_of
+from .symbols import Symbol, read_symbols, read_symbols_of, scope_of
 
 
 def interface_of(reference_obj: Path) -> set[str]:
     """The lab's interface: the reference object's strong external definitions (mangled)."""
-    symbols, _ = read_symbols(reference_obj)
+    symbols, _ = read_symbols_of([reference_obj], keep=True)[reference_obj]
     return {s.name for s in symbols if not s.undefined and s.strong}
 
 
@@ -56,8 +56,9 @@ def check_object(student_obj: Path, reference_obj: Path | None, rules: LabRules,
     interface = interface_of(reference_obj) if reference_obj is not None else set()
     harness_strong: set[str] = set()
     harness_any: set[str] = set()
+    tables = read_symbols_of(harness, keep=True)  # one readelf for all, once per process
     for h in harness:
-        syms, sections = read_symbols(h)
+        syms, sections = tables[h]
         given = any(part.endswith("_given.dir") for part in h.parts)
         for s in syms:
             if not s.undefined and s.bind in ("GLOBAL", "WEAK", "UNIQUE"):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
 
-from grader import static_checks as sc
+from grader import costs, static_checks as sc
 from grader.costs import Meter
 from grader.paths import ROOT, discover_labs, find_lab
 from grader.rubric import StaticRules, load_rubric
@@ -555,6 +555,33 @@ class CompiledTest(unittest.TestCase):
         fair = read_fixture(FIXTURES / "fair_pg_matmul.cu")
         self.assertIn("labs/04_tiled_matmul/bonus_not_attempted.cu", fair.harness)
         self.check_fixture(fair)
+
+    def test_objects_read_together_read_as_each_alone(self):
+        # One readelf and one c++filt for many objects: each object's table is the one
+        # read_symbols gives it alone; a kept table is not read again while the file is
+        # unchanged, and is read again once it changed.
+        objs = sorted({self.objects[k] for k in ("solution:04_tiled_matmul",
+                                                 "fair_pg_matmul.cu",
+                                                 "cheat_occupancy_api.cu")})
+        alone = {o: sc.read_symbols(o) for o in objs}
+        counted: list[list[str]] = []
+        real = costs.run
+
+        def count(cmd, **kwargs):
+            counted.append(cmd)
+            return real(cmd, **kwargs)
+
+        with mock.patch.object(costs, "run", count):
+            together = sc.read_symbols_of(objs, keep=True)
+            self.assertEqual(len(counted), 2, counted)  # readelf and c++filt, once each
+            self.assertEqual(together, alone)
+            self.assertEqual(sc.read_symbols_of(objs, keep=True), alone)
+            self.assertEqual(len(counted), 2, "kept tables were read again")
+            copy = self.tmp / "changed.o"
+            shutil.copyfile(objs[0], copy)
+            self.assertEqual(sc.read_symbols_of([copy], keep=True)[copy], alone[objs[0]])
+            shutil.copyfile(objs[1], copy)  # the file changed: read again
+            self.assertEqual(sc.read_symbols_of([copy], keep=True)[copy], alone[objs[1]])
 
     def test_exit_from_a_device_helper_alone_is_allowed(self):
         # The fair Programming Guide MatMul references exit only through nvcc's stubs.
