@@ -31,7 +31,9 @@ from typing import Any, Callable, ContextManager, Iterator
 
 from .tools import _output, find_tool
 
-GPU_STAGES = ("tests", "sanitizer", "bench", "profiler")  # what the pipeline names a section
+# What the pipeline names a section; bench_start: the bench's own programs start and wait at
+# their gates (grader/gate.py) before the bench's exclusive section.
+GPU_STAGES = ("tests", "sanitizer", "bench_start", "bench", "profiler")
 DEFAULT_LOCK = "/tmp/cml-grader-gpu.lock"
 
 # gpu_section("tests" | "sanitizer" | "bench" | "profiler") -> a context manager that

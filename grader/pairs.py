@@ -14,6 +14,7 @@ from pathlib import Path
 from . import costs, sandbox
 from .bwrap import Jail
 from .channel import Channel
+from .gate import StartGate
 from .sandbox import Identity, Outcome
 
 
@@ -30,14 +31,18 @@ def run_pair(checker: list[str], runner: list[str], *, cwd: Path, timeout: float
              env: dict[str, str], identity: Identity | None = None, jail: Jail | None = None,
              channels: list[Channel] | tuple[Channel, ...] = (),
              runner_channels: list[Channel] | tuple[Channel, ...] = (),
-             syscalls: str | None = None) -> PairOutcome:
+             syscalls: str | None = None, gate: StartGate | None = None) -> PairOutcome:
     """Runs a checker (the grader's tests, Catch2 and the proxies of a lab's interface:
     trusted, outside the jail, as the grader) and the runner that carries out its calls (the
     student's object: in `jail`, as `identity`, under `syscalls`), joined by a socket pair
     made here: the runner gets one end as `--fd N`, the checker the other as CML_RUNNER_FD.
     `channels` go to the checker (its report), `runner_channels` to the runner's command (a
     tool's log). Each gets a fresh folder of its own; both share `timeout`. The runner is
-    stopped once the checker has ended (common/include/cml/remote.hpp)."""
+    stopped once the checker has ended (common/include/cml/remote.hpp).
+
+    `gate`: the checker waits at its start gate (grader/gate.py; its command carries the
+    gate's args) and the runner, the student's code, is started only once the gate has
+    opened (never, when it is closed instead); the time limit counts from then."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     done = threading.Event()
     result: dict[str, Outcome] = {}
@@ -45,6 +50,11 @@ def run_pair(checker: list[str], runner: list[str], *, cwd: Path, timeout: float
 
     def serve() -> None:
         try:
+            if gate is not None:
+                while not gate.opened.wait(0.1):
+                    if gate.ended.is_set() or done.is_set():
+                        result["runner"] = sandbox.Outcome(runner, None, False, 0.0, "")
+                        return
             result["runner"] = sandbox.run([*runner, "--fd", str(theirs.fileno())], cwd=cwd,
                                            timeout=timeout, env=env, identity=identity,
                                            jail=jail, fresh=True, channels=runner_channels,
@@ -61,7 +71,9 @@ def run_pair(checker: list[str], runner: list[str], *, cwd: Path, timeout: float
         thread.start()
         checker_env = {**env, "CML_RUNNER_FD": str(mine.fileno())}
         outcome = sandbox.run(checker, cwd=cwd, timeout=timeout, env=checker_env, fresh=True,
-                              channels=channels, extra_fds=(mine.fileno(),))
+                              channels=channels,
+                              extra_fds=(mine.fileno(), *(gate.fds if gate else ())),
+                              starts=gate.opened if gate else None)
     finally:
         mine.close()
         done.set()

@@ -42,6 +42,7 @@ from typing import Any, Callable
 from . import confine, costs, seccomp
 from .bwrap import WORK_INSIDE, Jail, bwrap_path, jail_args, jail_command
 from .channel import Channel
+from .gate import WAIT
 
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
 UNPRIVILEGED_USERS = ("nobody", "nfsnobody")
@@ -324,7 +325,8 @@ def run(cmd: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
         jail: Jail | None = None, max_rss: int = MAX_RSS_BYTES, fresh: bool = False,
         channels: list[Channel] | tuple[Channel, ...] = (),
         syscalls: str | None = None, extra_fds: tuple[int, ...] = (),
-        done: threading.Event | None = None) -> Outcome:
+        done: threading.Event | None = None,
+        starts: threading.Event | None = None) -> Outcome:
     """Runs `cmd` in its own session (in `jail` when given and bubblewrap works here); kills
     all its processes after `timeout` seconds or once together they hold more than
     `max_rss` bytes of memory.
@@ -336,7 +338,9 @@ def run(cmd: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
     and each is read to its end after it ended). `syscalls`: the seccomp profile of a
     jailed process (grader/seccomp.py: PROGRAM or TOOL; None: no filter, as for a build).
     `extra_fds`: other descriptors the process inherits (a runner's socket). `done`: once
-    set, the process is stopped after a short grace (the checker it served has ended)."""
+    set, the process is stopped after a short grace (the checker it served has ended).
+    `starts`: the time limit counts from when it is set (a program at its start gate,
+    grader/gate.py, may wait gate.WAIT seconds)."""
     if _stop.is_set():
         raise Stopping(f"not started, the grade is being interrupted: {cmd[0]}")
     start = time.monotonic()
@@ -364,7 +368,7 @@ def run(cmd: list[str], *, cwd: Path, timeout: float, env: dict[str, str],
             if filter_fd is not None:
                 passed.append(filter_fd)
         return _run(cmd, argv, popen_cwd, popen_env, timeout, identity, file_limit, jail,
-                    max_rss, start, passed, channels, filter_fd, done)
+                    max_rss, start, passed, channels, filter_fd, done, starts)
     finally:
         if own is not None:
             _remove(own)
@@ -374,7 +378,7 @@ def _run(cmd: list[str], argv: list[str], popen_cwd: Path, popen_env: dict[str, 
          timeout: float, identity: Identity | None, file_limit: int, jail: Jail | None,
          max_rss: int, start: float, passed: list[int],
          channels: list[Channel] | tuple[Channel, ...], filter_fd: int | None,
-         done: threading.Event | None = None) -> Outcome:
+         done: threading.Event | None, starts: threading.Event | None) -> Outcome:
     with tempfile.TemporaryFile() as out:
         costs.started(cmd)
         try:
@@ -393,8 +397,8 @@ def _run(cmd: list[str], argv: list[str], popen_cwd: Path, popen_env: dict[str, 
                 os.close(filter_fd)
         with _live_lock:
             _live.add(proc.pid)
-        timed_out, killed_for = False, None
-        done_at = None
+        timed_out, killed_for, done_at = False, None, None
+        timed_from = None if starts is not None else start  # at a gate: from the go
         try:
             while True:
                 try:
@@ -406,7 +410,9 @@ def _run(cmd: list[str], argv: list[str], popen_cwd: Path, popen_env: dict[str, 
                     done_at = done_at or time.monotonic()
                     if time.monotonic() - done_at > PAIR_GRACE:
                         break
-                if time.monotonic() - start > timeout:
+                if timed_from is None and starts and starts.is_set():
+                    timed_from = time.monotonic()
+                if time.monotonic() - (timed_from or start) > (timeout if timed_from else WAIT):
                     timed_out = True
                     break
                 if resident_bytes(proc.pid) > max_rss:

@@ -1,8 +1,12 @@
 // Bench declarations (CML_BENCH), their command line, and the JSON report.
 #include "cml/bench.hpp"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -11,6 +15,7 @@
 #include <sstream>
 #include <variant>
 
+#include "cml/check.hpp"
 #include "cml/json.hpp"
 #include "cml/launch_count.hpp"
 
@@ -39,12 +44,12 @@ namespace {
 // The options every bench takes (BenchArgs), which no declaration may take for its own.
 // Constants, not std::strings: CML_BENCH declares while the program's statics are made, in
 // no order this file's would be sure to come before.
-constexpr const char* kCommonOptions[] = {"json",        "seed",        "nonce",
-                                          "max-seconds", "min-samples", "max-samples",
-                                          "rse",         "quick",       "help"};
+constexpr const char* kCommonOptions[] = {"json",        "seed",        "nonce", "max-seconds",
+                                          "min-samples", "max-samples", "rse",   "quick",
+                                          "help",        "start-fd"};
 const char* const kCommonUsage =
     "common options: --json PATH --seed N --nonce N --max-seconds S --min-samples N "
-    "--max-samples N --rse X --quick";
+    "--max-samples N --rse X --quick --start-fd N";
 
 // The whole of `text` as an integer ("12abc" and "" are refused: std::invalid_argument).
 long long parse_integer(const std::string& text) {
@@ -197,6 +202,7 @@ BenchArgs BenchDeclaration::parse(int argc, const char* const* argv) const {
       if (name == "json") args.json_path = value;
       else if (name == "seed") args.seed = std::stoull(value);
       else if (name == "nonce") args.timing.nonce = std::stoull(value);
+      else if (name == "start-fd") args.start_fd = static_cast<int>(parse_integer(value));
       else if (name == "max-seconds") args.timing.max_seconds = std::stod(value);
       else if (name == "min-samples") args.timing.min_samples = std::stoi(value);
       else if (name == "max-samples") args.timing.max_samples = std::stoi(value);
@@ -245,6 +251,24 @@ std::deque<BenchDeclaration>& declared_benches() {
 BenchDeclaration& declare_bench(const std::string& name, BenchFunction run, const std::string& lab,
                                 const std::string& variant) {
   return declared_benches().emplace_back(name, run, lab, variant);
+}
+
+bool wait_at_start_gate(int fd, const DeviceInfo& device) {
+  (void)sample_clocks(device);  // the first reading loads NVML
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const char ready = 'r';
+  ssize_t n = 0;
+  do {
+    n = ::send(fd, &ready, 1, MSG_NOSIGNAL);  // a closed gate is no reason to die of SIGPIPE
+  } while (n < 0 && errno == EINTR);
+  char go = 0;
+  if (n == 1) {
+    do {
+      n = ::read(fd, &go, 1);
+    } while (n < 0 && errno == EINTR);
+  }
+  ::close(fd);
+  return n == 1 && go == 'g';
 }
 
 DeviceInfo bench_device() {

@@ -1,7 +1,8 @@
 // The main every lab's bench shares. The bench's own file declares one function with
 // CML_BENCH and the options it reads; this parses the command line against that declaration
 // (--help prints the usage made from it; a refused command line exits with status 2), finds
-// the device (none usable: status 77, "skipped"), makes the harness and the report before
+// the device (none usable: status 77, "skipped"), makes the harness (then, given
+// --start-fd, waits at the start gate: status 3 when it is closed) and the report before
 // any code under test runs, records the declared params, calls the function and writes the
 // document. An exception it lets out ends the run with "bench failed: ..." and status 1.
 #include <exception>
@@ -28,6 +29,10 @@ int main(int argc, char** argv) {
   const cml::DeviceInfo device = cml::bench_device();
   try {
     cml::Harness harness(device.l2_bytes, args.timing);
+    if (args.start_fd >= 0 && !cml::wait_at_start_gate(args.start_fd, device)) {
+      std::cerr << "bench not started: its start gate was closed\n";
+      return 3;
+    }
     // The report samples the clocks and measures the device's limits as it is made: before
     // the bench's function, so before any code under test runs.
     cml::BenchReport report(bench.lab(), bench.variant(), args, device, harness.flush_bytes());

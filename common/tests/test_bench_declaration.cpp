@@ -149,3 +149,10 @@ TEST_CASE("A declaration refuses a name twice and a common option's name",
   CHECK_THROWS_AS(bench.choice("only", {}, "nothing to choose"), std::logic_error);
   CHECK(bench.options().size() == 1);
 }
+
+TEST_CASE("The start gate's descriptor is a common option", "[harness][host][bench]") {
+  CHECK(parse({}).start_fd == -1);  // no gate: the bench starts at once
+  CHECK(parse({"--start-fd", "9", "--n", "64"}).start_fd == 9);
+  CHECK(exit_of({"--start-fd", "nine"}).first == 2);
+  CHECK(declared().usage().find("--start-fd N") != std::string::npos);
+}

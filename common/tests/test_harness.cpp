@@ -4,11 +4,14 @@
 // and the device limits. Small arrays and a few pairs each: well under 2 s on an H100.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -150,6 +153,24 @@ TEST_CASE("Without a usable GPU the reason is said in a student's words", "[harn
   } else {
     dlclose(driver);
     CHECK_FALSE(why.empty());
+  }
+}
+
+TEST_CASE("A bench at its start gate says it is ready and goes only when told",
+          "[harness][gpu][bench]") {
+  const cml::DeviceInfo device = *cml::query_device(0);
+  for (const char answer : {'g', '\0'}) {
+    int pair[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+    bool went = false;
+    std::thread bench([&] { went = cml::wait_at_start_gate(pair[1], device); });
+    char ready = 0;
+    REQUIRE(::read(pair[0], &ready, 1) == 1);
+    CHECK(ready == 'r');
+    if (answer != '\0') REQUIRE(::write(pair[0], &answer, 1) == 1);
+    ::close(pair[0]);  // without an answer: the gate closed
+    bench.join();
+    CHECK(went == (answer == 'g'));
   }
 }
 

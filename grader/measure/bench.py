@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import enum
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable, ContextManager, Iterator
 
 from .. import channel, pairs, sandbox, seccomp
+from ..gate import Gated, StartGate
 from ..result import BenchSummary, Timing
 from ..rubric import Performance
 from . import Context
@@ -74,25 +77,31 @@ def bench_document_problem(text: str) -> str:
     return BENCH_ALTERED if body[end:].strip() else ""
 
 
+BenchRun = tuple[Document | None, BenchProblem | None, sandbox.Outcome]  # run_bench's
+
+
 def run_bench(binary: Path, args: list[str], ctx: Context, trusted: bool,
-              runner: Path | None = None) -> tuple[
-        Document | None, BenchProblem | None, sandbox.Outcome]:
+              runner: Path | None = None, gate: StartGate | None = None) -> BenchRun:
     """One bench run; (document, problem, outcome). The document comes through a pipe the
     grader holds (--json /dev/fd/N), read while the bench runs, in a folder of the run's
     own; a document written to besides the harness is an Unread.ALTERED problem. With a
     `runner`, `binary` is the lab's bench checker: it runs as the grader, outside the jail,
     and only the runner (the student's object) runs in the jail
-    (common/include/cml/remote.hpp)."""
+    (common/include/cml/remote.hpp). `gate`: the grader's own program (the reference's
+    bench, a checker) waits at it before it measures anything (grader/gate.py)."""
+    assert gate is None or trusted or runner is not None, "the student's code never waits"
     with channel.Channel() as doc:
-        cmd = [str(binary), *args, "--json", doc.path, "--seed", str(ctx.seed)]
+        cmd = [str(binary), *args, "--json", doc.path, "--seed", str(ctx.seed),
+               *(gate.args if gate else [])]
         if trusted:  # the reference's bench: the grader's own code, outside the jail
             out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.timeout * 2, env=ctx.env,
-                              fresh=True, channels=[doc])
+                              fresh=True, channels=[doc], extra_fds=gate.fds if gate else (),
+                              starts=gate.opened if gate else None)
         elif runner is not None:
             pair = pairs.run_pair(cmd, [str(runner)], cwd=ctx.run_dir,
                                   timeout=ctx.limit(ctx.timeout * 2), env=ctx.env,
                                   identity=ctx.identity, jail=ctx.jail, channels=[doc],
-                                  syscalls=seccomp.PROGRAM)
+                                  syscalls=seccomp.PROGRAM, gate=gate)
             out = pair.checker
         else:
             out = sandbox.run(cmd, cwd=ctx.run_dir, timeout=ctx.limit(ctx.timeout * 2),
@@ -287,16 +296,63 @@ def student_bench(ctx: Context) -> tuple[Path | None, Path | None]:
     return ctx.binary("bench_student"), None
 
 
-def performance(perf: Performance, ctx: Context) -> BenchRuns:
-    """Both benches with [performance].bench_args; the comparison named by the rubric."""
+# The section the bench's own programs start in (a shared one, grader/gpu.py), before the
+# exclusive section that times them.
+BENCH_START = "bench_start"
+
+Section = Callable[[str], ContextManager[Any]]  # PartContext.section: yields the device
+
+
+@contextmanager
+def _no_section(stage: str) -> Iterator[None]:
+    yield
+
+
+def timed_runs(perf: Performance, ctx: Context, section: Section, reference_bin: Path,
+               student_bin: Path, runner: Path | None) -> tuple[BenchRun, BenchRun]:
+    """The reference's bench, then the student's, in the exclusive section "bench". The
+    grader's own programs among them (the reference's bench; the student's bench checker,
+    where the student's code runs in a runner) start first, in the shared section
+    BENCH_START, and wait at their start gates (grader/gate.py): the exclusive section then
+    holds the GPU for their measurements, not their start-ups. A program that is not ready
+    in time, or a section that yields another device than the one it started on, is
+    dropped and its bench run again from the start, inside the section."""
+    args = perf.bench_args
+    waiting: list[Gated[BenchRun]] = []
+    try:
+        with section(BENCH_START) as started_on:
+            waiting.append(Gated(lambda g: run_bench(reference_bin, args, ctx, True, gate=g)))
+            if runner is not None:
+                waiting.append(Gated(lambda g: run_bench(student_bin, args, ctx, False, runner,
+                                                         gate=g)))
+            ready = all(w.ready(ctx.limit(ctx.timeout)) for w in waiting)
+        with section("bench") as device:
+            if not ready or device != started_on:
+                for w in waiting:
+                    w.cancel()
+                waiting = []
+            reference = (waiting[0].go() if waiting else
+                         run_bench(reference_bin, args, ctx, trusted=True))
+            student = (waiting[1].go() if len(waiting) > 1 else
+                       run_bench(student_bin, args, ctx, trusted=False, runner=runner))
+            waiting = []
+            return reference, student
+    finally:
+        for w in waiting:
+            w.cancel()
+
+
+def performance(perf: Performance, ctx: Context, section: Section = _no_section) -> BenchRuns:
+    """Both benches with [performance].bench_args (timed_runs, in `section`); the comparison
+    named by the rubric."""
     (student_bin, runner), reference_bin = student_bench(ctx), ctx.binary("bench_solution")
     if student_bin is not None and reference_bin is None and not ctx.has_reference:
-        return student_only(perf, ctx, student_bin, runner)
+        with section("bench"):
+            return student_only(perf, ctx, student_bin, runner)
     if student_bin is None or reference_bin is None:
         return BenchRuns(unmeasured="Not measured: the bench was not built.")
-    reference, why_ref, _ = run_bench(reference_bin, perf.bench_args, ctx, trusted=True)
-    student, why_student, _ = run_bench(student_bin, perf.bench_args, ctx, trusted=False,
-                                        runner=runner)
+    (reference, why_ref, _), (student, why_student, _) = timed_runs(
+        perf, ctx, section, reference_bin, student_bin, runner)
     timing = Timing(perf.comparison, perf.bench_args)
     runs = BenchRuns(timing)
     if reference is None:

@@ -54,7 +54,7 @@ class PartContext:
     canonical: "list[Case]"
     runs: "Mapping[str, CaseRun]"
     say: Callable[[str], None]
-    section: Callable[[str], AbstractContextManager[None]]
+    section: Callable[[str], AbstractContextManager[Any]]  # yields the device
     gpu: "Context | None" = None
     why_no_gpu: str = ""
     full_groups: set[str] = field(default_factory=set)

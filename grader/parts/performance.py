@@ -48,8 +48,7 @@ class PerformancePart:
         if perf is None or ctx.gpu is None:
             return None
         ctx.say(f"{ctx.folder}: timing the bench (yours and the reference)")
-        with ctx.section("bench"):
-            return Timed(perf, bench.performance(perf, ctx.gpu))
+        return Timed(perf, bench.performance(perf, ctx.gpu, ctx.section))
 
     def score(self, measured: Timed, full_groups: set[str]) -> list[PartResult]:
         return [performance_part(measured.rules, measured.runs, full_groups)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..measure import Context
 from ..parts import kinds
@@ -102,12 +102,12 @@ def part_context(job: LabJob, place: RunPlace, tested: TestRuns) -> PartContext:
                       has_reference=job.lab.solution_dir.is_dir(), remote=place.remote)
 
     @contextmanager
-    def section(stage: str) -> Iterator[None]:
+    def section(stage: str) -> Iterator[Any]:
         asked = time.monotonic()
-        with job.costs.stage(stage), job.gpu_section(stage):
+        with job.costs.stage(stage), job.gpu_section(stage) as device:
             if gpu is not None:
                 gpu.deadline += time.monotonic() - asked
-            yield
+            yield device
 
     return PartContext(job.rubric, job.lab.folder, tested.canonical, tested.runs, job.say,
                        section, gpu, job.why_no_gpu)

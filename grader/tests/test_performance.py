@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import socket
 import sys
 import tempfile
 import unittest
@@ -27,6 +28,7 @@ from grader.benchdoc import BENCH_SCHEMA, parse_document, read_document
 from grader.benchfields import BenchError
 from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import Performance
+from grader.sandbox import Outcome as sandbox_outcome
 
 DATA = Path(__file__).parent / "data" / "bench_v2"
 GROUP = "Tiled kernel, compile-time tile"
@@ -407,7 +409,8 @@ class FixtureShapeTest(unittest.TestCase):
 
 
 class GpuSectionTest(unittest.TestCase):
-    """The measurement stage runs each GPU measurement inside Options.gpu_section."""
+    """The measurement stage runs each GPU measurement inside Options.gpu_section; the
+    bench's own program starts in bench_start and runs, let go from its gate, in bench."""
 
     def test_every_gpu_measurement_runs_inside_its_section(self):
         import contextlib
@@ -432,6 +435,16 @@ class GpuSectionTest(unittest.TestCase):
                 return value
             return fake
 
+        def run_bench(binary, args, ctx, trusted, runner=None, gate=None):
+            if gate is not None:  # the gate's protocol: ready, then wait for the go
+                end = socket.socket(fileno=os.dup(gate.fds[0]))
+                end.send(b"r")
+                end.recv(1)
+                end.close()
+            log.append(f"bench {binary.name}")
+            outcome = sandbox_outcome([str(binary)], 1, False, 0.0, "")
+            return None, bench.BenchProblem(bench.Unread.FAILED, "test"), outcome
+
         rubric = SimpleNamespace(
             memory_safety=MemorySafety(points=10, tests="[s]", tools=["memcheck"]),
             performance=Performance(points=20, bench_args=[], comparison="tiled",
@@ -443,22 +456,24 @@ class GpuSectionTest(unittest.TestCase):
             costs=Meter(), say=lambda text: None, lab=SimpleNamespace(folder="04_tiled_matmul",
                                                     solution_dir=Path("/")),
             trees=SimpleNamespace(run_env={}, identity=None))
-        place = RunPlace(Path("/run"), None, {})
+        place = RunPlace(Path("/run"), None, {"bench_solution": Path("reference"),
+                                              "bench_student": Path("student")})
         case = Case("small", ("lab04", "gpu", "s"))
         tested = TestRuns([case], {"small": CaseRun("small", case.tags, "passed")})
         lab = LabResult("04_tiled_matmul", "Tiled", 0.0, 30.0)
         unmeasured = "Not measured: test."
         with mock.patch.object(sanitizer, "memory_safety", measured(
                 "sanitizer", sanitizer.SanitizerRuns(unmeasured=unmeasured))), \
-                mock.patch.object(bench, "performance", measured(
-                    "bench", bench.BenchRuns(unmeasured=unmeasured))), \
+                mock.patch.object(bench, "run_bench", run_bench), \
                 mock.patch.object(profiler, "metric", measured(
                     "profiler", profiler.MetricRun(unmeasured=unmeasured))):
             stage.score_parts(job, place, tested, lab)
-        self.assertEqual(list(job.costs.record()), ["sanitizer", "bench", "profiler"])
+        self.assertEqual(list(job.costs.record()),
+                         ["sanitizer", "bench_start", "bench", "profiler"])
         self.assertEqual(log, ["enter sanitizer", "sanitizer", "leave sanitizer",
-                               "enter bench", "bench", "leave bench",
-                               "enter profiler", "profiler", "leave profiler"])
+                               "enter bench_start", "leave bench_start",
+                               "enter bench", "bench reference", "bench student",
+                               "leave bench", "enter profiler", "profiler", "leave profiler"])
         self.assertEqual([p.kind for p in lab.parts], ["memory_safety", "performance", "metric"])
 
 

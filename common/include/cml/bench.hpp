@@ -39,9 +39,11 @@ namespace cml {
 ///   --max-seconds S  cap per measurement      --min-samples N / --max-samples N
 ///   --rse X          target relative standard error (default 0.01)
 ///   --quick          a few samples only, for smoke tests
+///   --start-fd N     wait at the start gate on descriptor N (wait_at_start_gate)
 struct BenchArgs {
   std::string json_path;
   std::uint64_t seed = 0;
+  int start_fd = -1;  ///< --start-fd N; -1: start at once
   TimingOptions timing;
   std::map<std::string, std::string> values;
 
@@ -55,6 +57,15 @@ struct BenchArgs {
   /// Whether the option has a value (given, or declared with a default).
   bool has(const std::string& name) const { return values.count(name) != 0; }
 };
+
+/// The start gate (`--start-fd N`, a socket the grader holds): what a bench does before it
+/// measures anything is done first (the device found, its context made, the activity clock
+/// and the clock readings' library loaded, the harness's buffers made), then the bench
+/// writes one byte to `fd` ("ready") and waits for one byte back ("go"). The grader starts a
+/// trusted bench so while other work still has the GPU and lets it go once the GPU is the
+/// bench's alone, so its start-up is not paid inside that time. False: the grader closed the
+/// gate instead (the bench is not wanted).
+bool wait_at_start_gate(int fd, const DeviceInfo& device);
 
 /// The device a bench runs on. Without a usable CUDA device it says so and why on standard
 /// error and exits with status 77, "skipped" (as the test executables do without a GPU).
