@@ -6,6 +6,8 @@ untrusted)."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
 import os
 import re
 import shlex
@@ -148,25 +150,27 @@ def preprocess(compile_cmd: list[str], out_dir: Path, run: RunFn) -> Preprocesse
     if not toolkit:
         nvcc = compile_cmd[0]
         toolkit = os.path.normpath(os.path.join(os.path.dirname(nvcc), "..", "include"))
-    outputs: list[Path] = []
-    search: list[str] = []
+    passes = []
     for k, words in enumerate(host + device):
-        name = "host.ii" if k == 0 else f"device{k}.ii"
-        target = out_dir / name
+        target = out_dir / ("host.ii" if k == 0 else f"device{k}.ii")
         words = list(words)
         words[words.index("-o") + 1] = str(target)
         if k == 0:
             words.insert(1, "-v")
-        rc, text = run(words)
+        passes.append((words, target))
+    # The passes are independent: run together, each counted for this thread's stage.
+    jobs = [costs.carry(functools.partial(run, words)) for words, _ in passes]
+    with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
+        done = [future.result() for future in [pool.submit(job) for job in jobs]]
+    for (rc, text), (_, target) in zip(done, passes):
         if rc is None:
             raise CheckError("preprocessing did not finish in time (does the file include a "
                              "device or a huge file?)")
         if rc != 0 or not target.is_file():
             raise CheckError("preprocessing failed: " + text.strip()[-600:])
-        if k == 0:
-            search = _search_list(text)
-        outputs.append(target)
-    return Preprocessed(outputs[0], outputs[1:], os.path.normpath(source), toolkit, search)
+    outputs = [target for _, target in passes]
+    return Preprocessed(outputs[0], outputs[1:], os.path.normpath(source), toolkit,
+                        _search_list(done[0][1]))
 
 
 def _search_list(verbose: str) -> list[str]:
