@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import enum
 import json
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator
 
 from .. import channel, pairs, sandbox, seccomp
 from ..gate import Gated, StartGate
+from ..gpu import GpuSection, no_lock
 from ..result import BenchSummary, Timing
 from ..rubric import Performance
 from . import Context
@@ -300,15 +299,7 @@ def student_bench(ctx: Context) -> tuple[Path | None, Path | None]:
 # exclusive section that times them.
 BENCH_START = "bench_start"
 
-Section = Callable[[str], ContextManager[Any]]  # PartContext.section: yields the device
-
-
-@contextmanager
-def _no_section(stage: str) -> Iterator[None]:
-    yield
-
-
-def timed_runs(perf: Performance, ctx: Context, section: Section, reference_bin: Path,
+def timed_runs(perf: Performance, ctx: Context, section: GpuSection, reference_bin: Path,
                student_bin: Path, runner: Path | None) -> tuple[BenchRun, BenchRun]:
     """The reference's bench, then the student's, in the exclusive section "bench". The
     grader's own programs among them (the reference's bench; the student's bench checker,
@@ -342,7 +333,8 @@ def timed_runs(perf: Performance, ctx: Context, section: Section, reference_bin:
             w.cancel()
 
 
-def performance(perf: Performance, ctx: Context, section: Section = _no_section) -> BenchRuns:
+def performance(perf: Performance, ctx: Context,
+                section: GpuSection = no_lock) -> BenchRuns:
     """Both benches with [performance].bench_args (timed_runs, in `section`); the comparison
     named by the rubric."""
     (student_bin, runner), reference_bin = student_bench(ctx), ctx.binary("bench_solution")

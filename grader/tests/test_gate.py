@@ -55,6 +55,17 @@ s.sendall(b"done")
 """
 
 
+def wait_at(gate: StartGate) -> str:
+    """A program's side of `gate`, spoken through the gate's own descriptor: ready, then
+    the answer ("went" or "closed")."""
+    end = socket.socket(fileno=os.dup(gate.fds[0]))
+    try:
+        end.send(b"r")
+        return "went" if end.recv(1) == b"g" else "closed"
+    finally:
+        end.close()
+
+
 class GateTest(unittest.TestCase):
     def setUp(self) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="cml-gate-"))
@@ -149,12 +160,7 @@ class TimedRunsTest(unittest.TestCase):
     def fake_run(self, binary: Path, args: list[str], ctx: Context, trusted: bool,
                  runner: Path | None = None, gate: StartGate | None = None) -> bench.BenchRun:
         started_in = self.where[0]
-        how = "fresh"
-        if gate is not None:
-            end = socket.socket(fileno=os.dup(gate.fds[0]))
-            end.send(b"r")
-            how = "went" if end.recv(1) == b"g" else "closed"
-            end.close()
+        how = "fresh" if gate is None else wait_at(gate)
         self.events.append((binary.name, how, started_in))
         return None, None, sandbox.Outcome([str(binary)], 0, False, 0.0, "")
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import socket
 import sys
 import tempfile
 import unittest
@@ -29,6 +28,7 @@ from grader.benchfields import BenchError
 from grader.result import GRADED, NOT_MEASURED, REVIEW
 from grader.rubric import Performance
 from grader.sandbox import Outcome as sandbox_outcome
+from grader.tests.test_gate import wait_at
 
 DATA = Path(__file__).parent / "data" / "bench_v2"
 GROUP = "Tiled kernel, compile-time tile"
@@ -436,11 +436,8 @@ class GpuSectionTest(unittest.TestCase):
             return fake
 
         def run_bench(binary, args, ctx, trusted, runner=None, gate=None):
-            if gate is not None:  # the gate's protocol: ready, then wait for the go
-                end = socket.socket(fileno=os.dup(gate.fds[0]))
-                end.send(b"r")
-                end.recv(1)
-                end.close()
+            if gate is not None:
+                wait_at(gate)
             log.append(f"bench {binary.name}")
             outcome = sandbox_outcome([str(binary)], 1, False, 0.0, "")
             return None, bench.BenchProblem(bench.Unread.FAILED, "test"), outcome
