@@ -8,7 +8,6 @@ docs/architecture.md, "Stages and the data they pass".
 
 from __future__ import annotations
 
-import enum
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, ClassVar
@@ -22,22 +21,13 @@ SCHEMA = "cml-result/1"
 # TestResult.status
 PASSED, FAILED, ERROR, TIMEOUT, CRASHED, NOT_RUN = (
     "passed", "failed", "error", "timeout", "crashed", "not_run")
-class Kind(str, enum.Enum):
-    """PartResult.kind: what a part grades. Each kind's rules live in its module of
-    grader/parts/ (grader/parts/kinds.py lists them in report order); result.json writes
-    the value, and a kind compares and hashes as that string."""
+class Kind(str):
+    """PartResult.kind: what a part grades, a name of its own type. Each kind is declared by
+    its module in grader/parts/ (`KIND`, a gate's in gates.py), whose rules it names;
+    grader/parts/kinds.py lists them in report order. result.json writes it as its string,
+    and a kind compares and hashes as that string."""
 
-    BUILD = "build"
-    STATIC = "static"
-    CORRECTNESS = "correctness"
-    MEMORY_SAFETY = "memory_safety"
-    PERFORMANCE = "performance"
-    METRIC = "metric"
-
-    def __str__(self) -> str:
-        return str.__str__(self)  # the value, as a plain string's
-
-    __hash__ = str.__hash__
+    __slots__ = ()
 
 
 # PartResult.status

@@ -81,8 +81,8 @@ from grader.tests.lab_fixtures import FIXTURES_ROOT
 
 out = Path(sys.argv[1])
 rubric = load_rubric(find_lab("06_bank_conflicts"))
-groups = {g.name for g in rubric.correctness}  # correctness is not checked here: all met
-scored = [m for m in rubric.metrics if m.points > 0]
+groups = {g.name for g in rubric.tables["correctness"]}  # correctness is not checked here: all met
+scored = [m for m in rubric.tables["metrics"] if m.points > 0]
 recipes = json.loads((FIXTURES_ROOT / "metrics" / "recipes.json").read_text())
 recipes.pop("_comment", None)
 recipes["skeleton"] = {"must_pass": [], "must_fail": [m.name for m in scored]}
@@ -100,11 +100,11 @@ for name in subjects:
                   timeout=120, binary=lambda kind, b=binary: b
                   if kind == "bench_student" else None)
     cells, ok = [], True
-    for metric in rubric.metrics if name == "reference" else scored:
+    for metric in rubric.tables["metrics"] if name == "reference" else scored:
         part = metrics_part.metric_part(metric, profiler.metric(metric, ctx), groups)
         value = part.details.get("value")
         shown = "-" if value is None else f"{value:.5g}"
-        if name == "reference" and metric is rubric.metrics[0]:
+        if name == "reference" and metric is rubric.tables["metrics"][0]:
             print("ncu command (reference, first metric):", *part.details.get("commands", []))
         print(f"{name:16} {metric.name[:64]:64} value {shown:>9}  "
               f"{part.points:g}/{part.max_points:g} {part.status}  {part.reason}")

@@ -13,7 +13,8 @@ from .. import csvsafe
 from ..atomic import write_all
 from ..exports.common import fmt_points
 from ..result import (BUILD_TIMEOUT, COMPILE_ERROR, CRASHED, ERROR, FAILED, GRADER_ERROR,
-                      NO_SUBMISSION, NOT_CONFIGURED, STATIC_VIOLATION, TIMEOUT, GradeResult, Kind)
+                      NO_SUBMISSION, NOT_CONFIGURED, STATIC_VIOLATION, TIMEOUT, GradeResult)
+from ..parts.gates import BUILD, STATIC
 from .fingerprint import grader_fingerprint
 from . import regrade_rules, regrades
 from .plan import PLAN_SCHEMA, TIMED_OUT, Plan, Stamp, Submission, load_result, read_stamp
@@ -39,9 +40,9 @@ def failure_kind(result: GradeResult, lab_name: str, stamp: Stamp | None) -> str
     if lab.failure in kinds:
         return kinds[lab.failure]
     parts = {p.kind: p for p in lab.parts}  # a result.json written before `failure` existed
-    if lab.failure is None and parts.get(Kind.BUILD) is not None and parts[Kind.BUILD].reason:
+    if lab.failure is None and parts.get(BUILD.kind) is not None and parts[BUILD.kind].reason:
         return "compile error"
-    if lab.failure is None and parts.get(Kind.STATIC) is not None and parts[Kind.STATIC].reason:
+    if lab.failure is None and parts.get(STATIC.kind) is not None and parts[STATIC.kind].reason:
         return "static violation"
     if any(t.status in (CRASHED, ERROR) for t in lab.tests):
         return "crash"

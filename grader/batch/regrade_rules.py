@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..exports import lms
+from ..parts import correctness
 from ..parts.kinds import GATE_KINDS, bonus_offers, maxima
-from ..result import NO_SUBMISSION, Kind
+from ..result import NO_SUBMISSION
 
 # The gradebook's statuses, one meaning each (grader/README.md, "Statuses in the gradebook"):
 # a student's `status` (how their grading ended) and a lab's `<lab> status` (what its points
@@ -175,7 +176,7 @@ def rescore(result: dict[str, Any], rubrics: dict[str, Any]) -> dict[str, Any]:
             if scale == 1.0:
                 continue
             part["points"] = _round(part["points"] * scale)
-            if part["kind"] == Kind.CORRECTNESS:
+            if part["kind"] == correctness.KIND:
                 for test in lab.get("tests", []):
                     if test.get("group") == key[1]:
                         test["points"] = _round(test["points"] * scale)

@@ -15,7 +15,7 @@ from ..cluster import job_submit
 from ..exports import write_exports
 from ..parts.base import NOT_SUBMITTED
 from ..parts.gates import BUILD
-from ..parts.kinds import GATE_KINDS, GPU_KINDS, finish_unfinished
+from ..parts.kinds import GATE_KINDS, finish_unfinished, measured_on_gpu
 from ..paths import ROOT, LabPaths
 from ..result import NO_SUBMISSION, PASSED, BuildRecord, GradeResult, LabResult
 from ..rubric import Rubric, RubricError, load_rubric
@@ -81,7 +81,7 @@ def feedback(result: GradeResult, limit: int = 6) -> str:
         if len(failing) > limit:
             problems.append(f"  … and {len(failing) - limit} more failing test case(s)")
         for part in lab.parts:
-            if part.kind in GPU_KINDS and part.reason \
+            if measured_on_gpu(part.kind) and part.reason \
                     and not needs_gpu(part):  # the table lists those once
                 problems += _wrapped(f"  {part.name}: ", part.reason, "      ")
         if problems:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from ..paths import discover_labs
-from ..result import Kind
 from ..rubric import RubricError, load_rubric, rubric_warnings
+from ..parts import metric
 from ..parts.kinds import bonus_offers, entries
 from ._common import Subcommands
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         for entry in entries(rubric):
             if entry.bonus is not None:
                 extra.append((entry.name, entry.bonus, entry.measures))
-            elif entry.kind != Kind.METRIC or entry.max_points or args.verbose:
+            elif entry.kind != metric.KIND or entry.max_points or args.verbose:
                 print(f"    {entry.max_points:5g}  {entry.name}"
                       + (f"  [{entry.measures}]" if args.verbose else ""))
         if extra:

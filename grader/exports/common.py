@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from typing import Iterator, TextIO, cast
 
 from ..measure.floor import SpeedOfLight
-from ..parts.kinds import LABELS
+from ..parts import correctness, performance
+from ..parts.kinds import label
 from ..result import (CRASHED, ERROR, FAILED, GRADED, NOT_GRADED, NOT_MEASURED, NOT_RUN,
-                      PASSED, REVIEW, TIMEOUT, GradeResult, Kind, LabResult, PartResult,
+                      PASSED, REVIEW, TIMEOUT, GradeResult, LabResult, PartResult,
                       TestResult)
 
 # Item.outcome
 PASS, FAIL, SKIP, FLAG = "pass", "fail", "skip", "review"
 EPS = 1e-6
 
-PART_LABELS = LABELS  # each kind's name in reports, from its module of grader/parts/
 STATUS_WORDS = {
     GRADED: "graded", NOT_GRADED: "not graded", NOT_MEASURED: "not measured",
     REVIEW: "flagged for review",
@@ -106,7 +106,7 @@ def part_reason(part: PartResult) -> str:
 def part_speed_of_light(part: PartResult) -> SpeedOfLight | None:
     """The speed-of-light record a performance part keeps in its details (grader/scoring.py),
     or None: another part, no timing believed, or a result without one."""
-    if part.kind != Kind.PERFORMANCE or not isinstance(part.details, dict):
+    if part.kind != performance.KIND or not isinstance(part.details, dict):
         return None
     return SpeedOfLight.from_dict(part.details.get("speed_of_light"))
 
@@ -258,7 +258,7 @@ def _test_output(test: TestResult) -> str:
 
 
 def _part_output(part: PartResult) -> str:
-    lines = [f"{PART_LABELS.get(part.kind, part.kind)}: {STATUS_WORDS.get(part.status, part.status)}, "
+    lines = [f"{label(part.kind)}: {STATUS_WORDS.get(part.status, part.status)}, "
              f"{fmt_points(part.points)} / {fmt_points(part.max_points)} points"]
     reason = part_reason(part)
     if reason:
@@ -310,7 +310,7 @@ def score_items(lab: LabResult) -> list[Item]:
 
     for part in lab.parts:
         outcome = part_outcome(part)
-        tests = by_group.get(part.name, []) if part.kind == Kind.CORRECTNESS else []
+        tests = by_group.get(part.name, []) if part.kind == correctness.KIND else []
         if tests:
             used_groups.add(part.name)
         consistent = (tests and part.status == GRADED
@@ -334,7 +334,7 @@ def score_items(lab: LabResult) -> list[Item]:
                               lab.lab, part.kind, part.status))
             items += [test_item(t, 0.0, 0.0) for t in tests]
             continue
-        label = f"{part.name} (group)" if part.kind == Kind.CORRECTNESS else part.name
+        label = f"{part.name} (group)" if part.kind == correctness.KIND else part.name
         items.append(Item(f"{prefix} · {label}", round(part.points, 4),
                           round(part.max_points, 4), outcome,
                           _first_line(part_reason(part)) or STATUS_WORDS.get(part.status, ""),
@@ -354,7 +354,7 @@ def score_items(lab: LabResult) -> list[Item]:
 def _graded_host_share(part: PartResult) -> float:
     """The points of a correctness group's host cases when the group was graded without a
     CUDA device (its GPU cases pending, grader/scoring.py); 0 otherwise."""
-    if part.kind != Kind.CORRECTNESS or part.status != NOT_GRADED:
+    if part.kind != correctness.KIND or part.status != NOT_GRADED:
         return 0.0
     host_max = part.details.get("host_max") if isinstance(part.details, dict) else None
     return round(float(host_max), 4) if isinstance(host_max, (int, float)) else 0.0

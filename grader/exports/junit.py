@@ -18,9 +18,10 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from ..parts.kinds import label as kind_label
 from ..result import (CRASHED, ERROR, FAILED, NOT_RUN, PASSED, TIMEOUT, GradeResult,
                       LabResult)
-from .common import (FAIL, FLAG, PASS, PART_LABELS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
+from .common import (FAIL, FLAG, PASS, SKIP, STATUS_WORDS, TEST_WORDS, fmt_points,
                      part_outcome, part_reason, part_speed_of_light, grader_problems,
                      submission_name, xml_text)
 
@@ -89,7 +90,7 @@ def _suite(lab: LabResult, gpu: bool = True, locations: bool = False) -> ET.Elem
                 + (" (hidden test)" if t.hidden else ""))
 
     for p in lab.parts:
-        label = PART_LABELS.get(p.kind, p.kind)
+        label = kind_label(p.kind)
         name = p.name if p.name.startswith(label) else f"{label}: {p.name}"
         case = ET.SubElement(suite, "testcase", name=xml_text(name),
                              classname=f"lab{number}.parts")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
-from ..result import GradeResult, Kind, LabResult, PartResult
+from ..parts import metric
+from ..result import GradeResult, LabResult, PartResult
 from .common import (EPS, one_line, FAIL, FLAG, PASS, SKIP, fmt_points, gpu_share,
                      grader_problems, lab_reason, part_outcome, part_reason,
                      part_speed_of_light, submission_name, terminal_width, test_counts,
@@ -43,7 +44,7 @@ def needs_gpu(part: PartResult) -> bool:
 
 def reported_only(part: PartResult) -> bool:
     """A profiler metric shown beside the score, worth no points either way."""
-    return part.kind == Kind.METRIC and part.max_points <= EPS
+    return part.kind == metric.KIND and part.max_points <= EPS
 
 
 def reported_value(part: PartResult, limit: int = 200) -> str:

@@ -16,7 +16,6 @@ from .. import channel, pairs, sandbox, seccomp
 from ..gate import Gated, StartGate
 from ..gpu import GpuSection, no_lock
 from ..result import BenchSummary, Timing
-from ..rubric import Performance
 from . import Context
 from ..benchdoc import (Determinism, Document, PairTiming, Verification,
                        parse_document)
@@ -259,21 +258,21 @@ def read_student(runs: BenchRuns, student: Document, comparison: str) -> str | N
     return None
 
 
-def student_only(perf: Performance, ctx: Context, student_bin: Path,
+def student_only(comparison: str, bench_args: list[str], ctx: Context, student_bin: Path,
                  runner: Path | None = None) -> BenchRuns:
     """The student's bench alone, where there is no reference (a student copy): never
     points, but the speedup over the baseline and the speed of light on this GPU, in the
     part's reason and details, so a check on a GPU still says how fast the kernel is."""
-    runs = BenchRuns(Timing(perf.comparison, perf.bench_args), unmeasured=NO_REFERENCE,
+    runs = BenchRuns(Timing(comparison, bench_args), unmeasured=NO_REFERENCE,
                      no_reference=True)
-    student, why, _ = run_bench(student_bin, perf.bench_args, ctx, trusted=False, runner=runner)
+    student, why, _ = run_bench(student_bin, bench_args, ctx, trusted=False, runner=runner)
     if student is None:
         if why is not None and why.kind is Unread.ALTERED:
             runs.note = f"Your bench's result was not believed: {why.message}"
         else:
             runs.note = f"Your bench did not finish ({why.message if why else 'no document'})."
         return runs
-    unreadable = read_student(runs, student, perf.comparison)
+    unreadable = read_student(runs, student, comparison)
     assert runs.timing is not None
     runs.timing.device = student.device
     problem = (unreadable or runs.altered or runs.output_problem or runs.launch_problem
@@ -299,16 +298,16 @@ def student_bench(ctx: Context) -> tuple[Path | None, Path | None]:
 # exclusive section that times them.
 BENCH_START = "bench_start"
 
-def timed_runs(perf: Performance, ctx: Context, section: GpuSection, reference_bin: Path,
+def timed_runs(args: list[str], ctx: Context, section: GpuSection, reference_bin: Path,
                student_bin: Path, runner: Path | None) -> tuple[BenchRun, BenchRun]:
-    """The reference's bench, then the student's, in the exclusive section "bench". The
-    grader's own programs among them (the reference's bench; the student's bench checker,
-    where the student's code runs in a runner) start first, in the shared section
-    BENCH_START, and wait at their start gates (grader/gate.py): the exclusive section then
-    holds the GPU for their measurements, not their start-ups. A program that is not ready
-    in time, or a section that yields another device than the one it started on, is
-    dropped and its bench run again from the start, inside the section."""
-    args = perf.bench_args
+    """The reference's bench, then the student's, both with `args`, in the exclusive
+    section "bench". The grader's own programs among them (the reference's bench; the
+    student's bench checker, where the student's code runs in a runner) start first, in
+    the shared section BENCH_START, and wait at their start gates (grader/gate.py): the
+    exclusive section then holds the GPU for their measurements, not their start-ups. A
+    program that is not ready in time, or a section that yields another device than the
+    one it started on, is dropped and its bench run again from the start, inside the
+    section."""
     waiting: list[Gated[BenchRun]] = []
     try:
         with section(BENCH_START) as started_on:
@@ -333,19 +332,19 @@ def timed_runs(perf: Performance, ctx: Context, section: GpuSection, reference_b
             w.cancel()
 
 
-def performance(perf: Performance, ctx: Context,
+def performance(comparison: str, bench_args: list[str], ctx: Context,
                 section: GpuSection = no_lock) -> BenchRuns:
-    """Both benches with [performance].bench_args (timed_runs, in `section`); the comparison
-    named by the rubric."""
+    """Both benches with `bench_args` ([performance].bench_args; timed_runs, in `section`),
+    read for the bench's comparison `comparison`."""
     (student_bin, runner), reference_bin = student_bench(ctx), ctx.binary("bench_solution")
     if student_bin is not None and reference_bin is None and not ctx.has_reference:
         with section("bench"):
-            return student_only(perf, ctx, student_bin, runner)
+            return student_only(comparison, bench_args, ctx, student_bin, runner)
     if student_bin is None or reference_bin is None:
         return BenchRuns(unmeasured="Not measured: the bench was not built.")
     (reference, why_ref, _), (student, why_student, _) = timed_runs(
-        perf, ctx, section, reference_bin, student_bin, runner)
-    timing = Timing(perf.comparison, perf.bench_args)
+        bench_args, ctx, section, reference_bin, student_bin, runner)
+    timing = Timing(comparison, bench_args)
     runs = BenchRuns(timing)
     if reference is None:
         said = why_ref.message if why_ref else "no document"
@@ -358,7 +357,7 @@ def performance(perf: Performance, ctx: Context,
         return runs
     runs.reference_doc = reference
     try:
-        ref_comp = reference.named(perf.comparison)
+        ref_comp = reference.named(comparison)
     except BenchError as err:
         runs.unmeasured = f"Not measured: {err}"
         return runs
@@ -378,7 +377,7 @@ def performance(perf: Performance, ctx: Context,
         said = why_student.message if why_student else "no document"
         runs.failed = f"your bench did not finish ({said})."
         return runs
-    unreadable = read_student(runs, student, perf.comparison)
+    unreadable = read_student(runs, student, comparison)
     if unreadable:
         runs.failed = unreadable
         return runs

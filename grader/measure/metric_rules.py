@@ -1,18 +1,53 @@
-"""How a [[metrics]] entry judges the kernels of the profiled call: each kernel's value and
-its share of the call's work (`kernel_values`), the value the call is judged by, its worst
-kernel that carries the work (`judge_kernels`), the smaller kernels outside the range that
-send it to a person (`outlier_review`), the limit on distinct kernels (`too_many_kernels`),
-and the words a student reads: a kernel's name as written (`kernel_label`), what a counter
-counts (`counted`). Pure functions of the launches grader/measure/ncu_csv.py read."""
+"""A [[metrics]] entry (`Metric`, the record grader/parts/metric.py reads from the rubric)
+and how it judges the kernels of the profiled call: each kernel's value and its share of
+the call's work (`kernel_values`), the value the call is judged by, its worst kernel that
+carries the work (`judge_kernels`), the smaller kernels outside the range that send it to a
+person (`outlier_review`), the limit on distinct kernels (`too_many_kernels`), and the words
+a student reads: a kernel's name as written (`kernel_label`), what a counter counts
+(`counted`). Pure functions of the launches grader/measure/ncu_csv.py read."""
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..rubric import Metric
 from .ncu_csv import ncu_aggregate, ncu_by_kernel, ncu_duration, ncu_kernels
+
+TARGETS = ("bench", "tests")  # what [[metrics]].target names
+CALLS = ("candidate", "baseline")  # what [[metrics]].call names
+
+
+@dataclass
+class Metric:
+    """A profiler (ncu) metric of the work one call did, read per kernel of the call (every
+    kernel it launched, whatever their names) and judged by the worst kernel that carries at
+    least a tenth of the call's work (grader/README.md, "Profiler metrics"); `max_kernels`
+    caps the distinct kernels the call may launch.
+
+    target "bench": the bench marks each call of an interleaved comparison with an NVTX
+    range, `cml:candidate` around the student's call and `cml:baseline` around the given
+    baseline's; `call` picks one (`args` pick the comparison). target "tests": every kernel
+    the matching test cases launch."""
+
+    name: str
+    target: str = "bench"  # "bench": run the bench with `args`; "tests": args is a Catch2 spec
+    args: list[str] = field(default_factory=list)
+    metric: str = ""
+    per: str | None = None  # denominator metric, measured on the same launches
+    call: str = "candidate"  # bench only: "candidate" (the student's call) or "baseline"
+    per_baseline: bool = False  # divide by the same value measured on the baseline's call
+    expect_min: float | None = None
+    expect_max: float | None = None
+    points: float = 0.0
+    requires: list[str] = field(default_factory=list)  # default: [performance].requires
+    max_kernels: int | None = None  # more distinct kernels in the call: 0 points for it
+    # Said when the value loses the points, in the student's terms: what the number means and
+    # what usually makes it bad; and the heading of the lab's handout section that fixes it.
+    explain: str = ""
+    handout_section: str = ""
+
 
 # A kernel that carries less than this share of the call's work (the denominator, or for an
 # average its time) does not decide the call's value: a small helper kernel is not the work.

@@ -13,11 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import channel, confine, sandbox, seccomp
-from ..rubric import Metric
 from ..tools import find_tool
 from . import REFUSED_RE, Context
 from .bench import run_bench
-from .metric_rules import counted, judge_kernels, outlier_review, too_many_kernels
+from .metric_rules import Metric, counted, judge_kernels, outlier_review, too_many_kernels
 from .ncu_csv import CALL_RANGES, NCU_DURATION, ncu_aggregate, parse_ncu_log, rows_of_call
 
 _UNKNOWN_METRIC_RE = re.compile(r"metric.*(not found|unknown|invalid|not available|not "

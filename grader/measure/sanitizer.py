@@ -15,10 +15,10 @@ from typing import Any
 
 from .. import channel, confine, pairs, parallel, sandbox, seccomp
 from ..linking import tests_kind
-from ..rubric import MemorySafety
 from ..tools import find_tool
 from . import REFUSED_RE, Context
 
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")  # what [memory_safety].tools names
 SANITIZER_OPTIONS = {
     "memcheck": ["--tool", "memcheck", "--padding", "32"],
     "racecheck": ["--tool", "racecheck"],
@@ -162,9 +162,9 @@ class SanitizerRuns:
     unmeasured: str = ""  # the reason, when the part is "not measured"
 
 
-def memory_safety(ms: MemorySafety, ctx: Context,
+def memory_safety(tests: str, tools: list[str], ctx: Context,
                   case_binaries: list[tuple[str, str]]) -> SanitizerRuns:
-    """Each tool runs every binary that has cases in [memory_safety].tests. The runs do not
+    """Each of `tools` (of TOOLS) runs every binary that has cases `tests` matches. The runs do not
     time anything, so they run at the same time (grader/parallel.py); each has its own log
     and report, named before any starts, and they are read in the order tool by tool,
     binary by binary, as if run one after another."""
@@ -172,12 +172,12 @@ def memory_safety(ms: MemorySafety, ctx: Context,
     if not sanitizer:
         return SanitizerRuns(unmeasured="Not measured: compute-sanitizer is not installed "
                              "here, so memory safety earns no points either way.")
-    runs = SanitizerRuns(details={"tests": ms.tests})
+    runs = SanitizerRuns(details={"tests": tests})
     planned = [_sanitizer_run(sanitizer, tool, kind, spec, binary, ctx)
-               for tool in ms.tools for kind, spec in case_binaries
+               for tool in tools for kind, spec in case_binaries
                if (binary := ctx.binary(tests_kind(kind, ctx.remote is not None))) is not None]
     outcomes = parallel.run_all([functools.partial(_run_sanitizer, p, ctx) for p in planned])
-    for tool in ms.tools:
+    for tool in tools:
         combined: SanitizerSummary | None = None
         for one, (out, text, oversized) in zip(planned, outcomes):
             if one.tool != tool:

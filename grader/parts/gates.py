@@ -24,5 +24,5 @@ class Gate:
         return PartResult(self.kind, self.label, GRADED, 0.0, 0.0, reason, dict(details or {}))
 
 
-BUILD = Gate(Kind.BUILD, "Build")
-STATIC = Gate(Kind.STATIC, "Static checks")
+BUILD = Gate(Kind("build"), "Build")
+STATIC = Gate(Kind("static"), "Static checks")

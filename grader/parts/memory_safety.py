@@ -6,20 +6,46 @@ cases (grader/measure/sanitizer.py) and each clean tool earns its share
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from .. import scoring
 from ..catch2.testrun import TEST_KINDS
 from ..measure import sanitizer
+from ..paths import LabPaths
 from ..result import GRADED, NOT_MEASURED, PASSED, Kind, LabResult, PartResult
-from .base import Entry, PartContext, status_of
+from ..rubric_schema import NUMBER, STRING, STRINGS, AtLeast, Distinct, EachOneOf, Filled, \
+    Read, Required, Table
+from .base import Entry, PartContext, RubricTables, in_lab, status_of
 
-if TYPE_CHECKING:  # the rubric's and the test runs' types only
+if TYPE_CHECKING:  # the test runs' and the measurement's types only
     from ..catch2.testrun import Case, CaseRun
     from ..measure.sanitizer import SanitizerRuns
-    from ..rubric import MemorySafety, Rubric
 
+KIND = Kind("memory_safety")
 NAME = "Memory safety"
+
+
+@dataclass
+class MemorySafety:
+    """Cases matching `tests` run under each compute-sanitizer tool; a clean tool earns
+    its share of `points`."""
+
+    points: float
+    tests: str
+    tools: list[str]
+
+
+SCHEMA = Table("[memory_safety]", MemorySafety, (
+    Required("points", NUMBER, AtLeast(0)),
+    Required("tests", STRING),
+    Required("tools", STRINGS, Filled("must name at least one tool"),
+             EachOneOf(sanitizer.TOOLS, "compute-sanitizer tool"), Distinct()),
+))
+
+
+def rules(rubric: RubricTables) -> MemorySafety | None:
+    """The rubric's [memory_safety] table (None: it has none)."""
+    return cast("MemorySafety | None", rubric.tables.get(PART.table))
 
 
 @dataclass(frozen=True)
@@ -27,23 +53,28 @@ class Safety:
     """Memory safety as measured against its table: why it earns nothing before the
     sanitizer runs (`gate`, then `runs` is None), else the tools' runs."""
 
-    rules: "MemorySafety"
+    rules: MemorySafety
     gate: str
     runs: "SanitizerRuns | None"
 
 
 class MemorySafetyPart:
-    kind = Kind.MEMORY_SAFETY
+    kind = KIND
     label = "Memory safety"
-    table = "[memory_safety]"
+    table = "memory_safety"
+    schema = SCHEMA
+    many = False
     gpu = True
 
-    def entries(self, rubric: "Rubric") -> list[Entry]:
-        ms = rubric.memory_safety
+    def read(self, found: Read, lab: LabPaths, tables: Mapping[str, Any]) -> MemorySafety:
+        return found.build(MemorySafety, tests=in_lab(found["tests"], lab))
+
+    def entries(self, rubric: RubricTables) -> list[Entry]:
+        ms = rules(rubric)
         return [Entry(self.kind, NAME, ms.points, None, ", ".join(ms.tools))] if ms else []
 
     def measure(self, ctx: PartContext) -> Safety | None:
-        ms = ctx.rubric.memory_safety
+        ms = rules(ctx.rubric)
         if ms is None or ctx.gpu is None:
             return None
         ctx.say(f"{ctx.folder}: compute-sanitizer")
@@ -51,7 +82,7 @@ class MemorySafetyPart:
         if gate:
             return Safety(ms, gate, None)
         with ctx.section("sanitizer"):
-            return Safety(ms, "", sanitizer.memory_safety(ms, ctx.gpu,
+            return Safety(ms, "", sanitizer.memory_safety(ms.tests, ms.tools, ctx.gpu,
                                                           case_binaries(ctx, ms.tests)))
 
     def score(self, measured: Safety, full_groups: set[str]) -> list[PartResult]:
@@ -85,18 +116,18 @@ def memory_safety_gate(canonical: "list[Case]", runs: "Mapping[str, CaseRun]",
     return ""
 
 
-def memory_safety_part(ms: "MemorySafety", runs: "SanitizerRuns | None",
+def memory_safety_part(ms: MemorySafety, runs: "SanitizerRuns | None",
                        gate: str = "") -> PartResult:
     """The memory-safety part: zero with `gate` when the checked cases do not pass (the
     sanitizer was not run), else sanitizer_points over the tools' summaries."""
     if gate:
-        return PartResult(Kind.MEMORY_SAFETY, NAME, GRADED, 0.0, ms.points, gate)
+        return PartResult(KIND, NAME, GRADED, 0.0, ms.points, gate)
     assert runs is not None
     if runs.unmeasured:
-        return PartResult(Kind.MEMORY_SAFETY, NAME, NOT_MEASURED, 0.0, ms.points,
+        return PartResult(KIND, NAME, NOT_MEASURED, 0.0, ms.points,
                           runs.unmeasured)
     score = scoring.sanitizer_points(runs.summaries, ms.points)
     details = {**runs.details, "errors": score.details,
                "messages": {s.tool: s.messages[:3] for s in runs.summaries if s.messages}}
-    return PartResult(Kind.MEMORY_SAFETY, NAME, score.status, score.points, ms.points,
+    return PartResult(KIND, NAME, score.status, score.points, ms.points,
                       score.reason if score.points < ms.points else "", details)

@@ -9,46 +9,94 @@ that disagrees with its samples, a time below the floor."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from .. import scoring
 from ..measure import bench
-from ..measure.floor import floor_check, speed_of_light as sol_record
+from ..measure.floor import FLOOR_MARGIN, floor_check, speed_of_light as sol_record
+from ..paths import LabPaths
 from ..result import GRADED, NOT_MEASURED, REVIEW, Kind, LabResult, PartResult
-from .base import Entry, PartContext
+from ..rubric_schema import NUMBER, STRING, STRINGS, Above, AtLeast, Filled, Optional, Read, \
+    Required, Table
+from .base import Entry, PartContext, RubricTables
+from .correctness import required_groups
 
-if TYPE_CHECKING:  # the rubric's and the measurement's types only
+if TYPE_CHECKING:  # the measurement's type only
     from ..measure.bench import BenchRuns
-    from ..rubric import Performance, Rubric
 
+KIND = Kind("performance")
 NAME = "Performance"
+
+
+@dataclass
+class Performance:
+    """The bench comparison `comparison`, scored against the reference (grader/README.md, "Scoring")."""
+
+    points: float
+    bench_args: list[str]
+    comparison: str
+    requires: list[str]
+    full_credit_ratio: float = 1.2
+    review_ratio: float = 10.0
+    # a candidate time below the physical floor / floor_margin is flagged for review
+    # (grader/measure/floor.py floor_check)
+    floor_margin: float = FLOOR_MARGIN
+
+
+BENCH_COMPARISON = Filled("must name a comparison of the bench")
+
+SCHEMA = Table("[performance]", Performance, (
+    Required("points", NUMBER, AtLeast(0)),
+    Optional("bench_args", STRINGS, default=[]),
+    Required("comparison", STRING, BENCH_COMPARISON),
+    Optional("requires", STRINGS, default=[]),
+    Optional("full_credit_ratio", NUMBER, AtLeast(1)),
+    Optional("review_ratio", NUMBER, Above(1)),
+    Optional("floor_margin", NUMBER, AtLeast(1)),
+))
+
+
+def rules(rubric: RubricTables) -> Performance | None:
+    """The rubric's [performance] table (None: it has none)."""
+    return cast("Performance | None", rubric.tables.get(PART.table))
 
 
 @dataclass(frozen=True)
 class Timed:
     """The speed part as measured: its table and the bench runs, which [stretch] reads too."""
 
-    rules: "Performance"
+    rules: Performance
     runs: "BenchRuns"
 
 
 class PerformancePart:
-    kind = Kind.PERFORMANCE
+    kind = KIND
     label = "Performance"
-    table = "[performance]"
+    table = "performance"
+    schema = SCHEMA
+    many = False
     gpu = True
 
-    def entries(self, rubric: "Rubric") -> list[Entry]:
-        perf = rubric.performance
+    def read(self, found: Read, lab: LabPaths, tables: Mapping[str, Any]) -> Performance:
+        if (lab.root / "solutions").is_dir() and not lab.solution_file.is_file():
+            raise found.fail(f"[performance] is scored against the reference solution, and "
+                             f"solutions/{lab.folder}/{lab.topic}.cu does not exist: add it "
+                             "(python3 -m grader new-lab makes the pair) or remove "
+                             "[performance]")
+        return found.build(Performance, requires=required_groups(found, tables))
+
+    def entries(self, rubric: RubricTables) -> list[Entry]:
+        perf = rules(rubric)
         return ([Entry(self.kind, NAME, perf.points, None, f"comparison '{perf.comparison}'")]
                 if perf else [])
 
     def measure(self, ctx: PartContext) -> Timed | None:
-        perf = ctx.rubric.performance
+        perf = rules(ctx.rubric)
         if perf is None or ctx.gpu is None:
             return None
         ctx.say(f"{ctx.folder}: timing the bench (yours and the reference)")
-        return Timed(perf, bench.performance(perf, ctx.gpu, ctx.section))
+        return Timed(perf, bench.performance(perf.comparison, perf.bench_args, ctx.gpu,
+                                             ctx.section))
 
     def score(self, measured: Timed, full_groups: set[str]) -> list[PartResult]:
         return [performance_part(measured.rules, measured.runs, full_groups)]
@@ -60,13 +108,13 @@ class PerformancePart:
 PART = PerformancePart()
 
 
-def performance_part(perf: "Performance", runs: "BenchRuns",
+def performance_part(perf: Performance, runs: "BenchRuns",
                      full_groups: set[str]) -> PartResult:
     """Speed points: a bench document that agrees with its own samples first (else nothing in
     it is believed), correctness (the timed output verified, a kernel launched in every
     timed call, the `requires` groups at full marks), then the harness's review flag and the
     physical floor, then speed_points on the two speedups, recomputed from the samples."""
-    part = PartResult(Kind.PERFORMANCE, NAME, NOT_MEASURED, 0.0, perf.points)
+    part = PartResult(KIND, NAME, NOT_MEASURED, 0.0, perf.points)
     if runs.unmeasured:
         part.reason = f"{runs.unmeasured} {runs.note}".strip()
         if (runs.no_reference and not runs.altered and runs.timing is not None

@@ -6,23 +6,62 @@ once its `requires` groups are at full marks; a bonus stretch offers its points 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, cast
 
 from .. import scoring
 from ..measure import bench, sanitizer
-from ..measure.floor import floor_check
-from ..result import GRADED, NOT_MEASURED, REVIEW, Kind, LabResult, PartResult
-from . import performance
-from .base import Entry, PartContext, as_bonus
+from ..measure.floor import FLOOR_MARGIN, floor_check
+from ..paths import LabPaths
+from ..result import GRADED, NOT_MEASURED, REVIEW, LabResult, PartResult
+from ..rubric_schema import BOOLEAN, NUMBER, STRING, STRINGS, Above, AtLeast, Optional, Read, \
+    Required, Table
+from . import memory_safety, performance
+from .base import Entry, PartContext, RubricTables, as_bonus
+from .correctness import required_groups
 from .memory_safety import case_binaries
-from .performance import altered_part, below_floor_part
+from .performance import BENCH_COMPARISON, altered_part, below_floor_part
 
-if TYPE_CHECKING:  # the rubric's and the measurements' types only
+if TYPE_CHECKING:  # the measurements' types only
     from ..benchdoc import Document, PairTiming
     from ..measure.bench import BenchRuns
     from ..measure.sanitizer import SanitizerRuns
-    from ..rubric import Rubric, Stretch
+
+
+@dataclass
+class Stretch:
+    """A speed part scored as a fraction of a yardstick timed in the same run: the bench
+    comparison `comparison` interleaves the yardstick (baseline) with the student's call, so
+    its median speedup is the fraction; scoring.fraction_points turns it into points (full
+    at `target_fraction`, none at or below `floor_fraction`). Needs the groups in `requires`
+    at full marks and, when `sanitizer_tests` is set, those cases clean under the
+    [memory_safety] tools."""
+
+    points: float
+    comparison: str
+    requires: list[str]
+    target_fraction: float = 0.6
+    floor_fraction: float = 0.0
+    sanitizer_tests: str = ""
+    bonus: bool = False
+    floor_margin: float = FLOOR_MARGIN  # as [performance].floor_margin
+
+
+SCHEMA = Table("[stretch]", Stretch, (
+    Required("points", NUMBER, AtLeast(0)),
+    Required("comparison", STRING, BENCH_COMPARISON),
+    Optional("requires", STRINGS, default=[]),
+    Optional("target_fraction", NUMBER, Above(0)),
+    Optional("floor_fraction", NUMBER, AtLeast(0)),
+    Optional("sanitizer_tests", STRING),
+    Optional("bonus", BOOLEAN),
+    Optional("floor_margin", NUMBER, AtLeast(1)),
+))
+
+
+def rules(rubric: RubricTables) -> Stretch | None:
+    """The rubric's [stretch] table (None: it has none)."""
+    return cast("Stretch | None", rubric.tables.get(PART.table))
 
 
 @dataclass(frozen=True)
@@ -30,25 +69,33 @@ class StretchRun:
     """The stretch part as measured: its table, the bench runs of [performance] and its
     sanitizer cases' runs (None: not run)."""
 
-    rules: "Stretch"
+    rules: Stretch
     timed: "BenchRuns"
     sanitizer: "SanitizerRuns | None"
 
 
 class StretchPart:
-    kind = Kind.PERFORMANCE
+    kind = performance.KIND  # a speed part too
     label = "Performance"
-    table = "[stretch]"
+    table = "stretch"
+    schema = SCHEMA
+    many = False
     gpu = True
 
-    def entries(self, rubric: "Rubric") -> list[Entry]:
-        s = rubric.stretch
+    def read(self, found: Read, lab: LabPaths, tables: Mapping[str, Any]) -> Stretch:
+        if found["floor_fraction"] >= found["target_fraction"]:
+            raise found.fail(f"[stretch].floor_fraction ({found['floor_fraction']:g}) must be "
+                             f"below target_fraction ({found['target_fraction']:g})")
+        return found.build(Stretch, requires=required_groups(found, tables))
+
+    def entries(self, rubric: RubricTables) -> list[Entry]:
+        s = rules(rubric)
         return ([Entry(self.kind, stretch_name(s), 0.0 if s.bonus else s.points,
                        s.points if s.bonus else None, f"comparison '{s.comparison}'")]
                 if s else [])
 
     def measure(self, ctx: PartContext) -> StretchRun | None:
-        stretch, ms = ctx.rubric.stretch, ctx.rubric.memory_safety
+        stretch, ms = rules(ctx.rubric), memory_safety.rules(ctx.rubric)
         timed: performance.Timed | None = ctx.measured.get(performance.PART.table)
         if stretch is None or ctx.gpu is None or timed is None:
             return None  # its speed comes from the [performance] bench run
@@ -58,7 +105,7 @@ class StretchPart:
             spec = stretch.sanitizer_tests
             ctx.say(f"{ctx.folder}: compute-sanitizer ({spec})")
             with ctx.section("sanitizer"):
-                found = sanitizer.memory_safety(replace(ms, tests=spec), ctx.gpu,
+                found = sanitizer.memory_safety(spec, ms.tools, ctx.gpu,
                                                 case_binaries(ctx, spec))
         return StretchRun(stretch, timed.runs, found)
 
@@ -72,19 +119,19 @@ class StretchPart:
 PART = StretchPart()
 
 
-def stretch_name(stretch: "Stretch") -> str:
+def stretch_name(stretch: Stretch) -> str:
     """The name of the [stretch] speed part."""
     return "Bonus speed" if stretch.bonus else "Stretch speed"
 
 
-def stretch_part(stretch: "Stretch", runs: "BenchRuns", full_groups: set[str],
+def stretch_part(stretch: Stretch, runs: "BenchRuns", full_groups: set[str],
                  sanitizer: "SanitizerRuns | None") -> PartResult:
     """The [stretch] speed part: the student's bench comparison `stretch.comparison`, whose
     baseline is the yardstick (lab 04: cuBLAS SGEMM) timed in the same run, so its median
     speedup is the fraction of the yardstick reached. Correctness first (_stretch_stopped),
     then the review flag and the physical floor, then fraction_points."""
     offered = stretch.points
-    part = PartResult(Kind.PERFORMANCE, stretch_name(stretch), NOT_MEASURED, 0.0, offered)
+    part = PartResult(performance.KIND, stretch_name(stretch), NOT_MEASURED, 0.0, offered)
     if stretch.bonus:
         as_bonus(part)
     if runs.unmeasured:
@@ -116,7 +163,7 @@ def stretch_part(stretch: "Stretch", runs: "BenchRuns", full_groups: set[str],
     return part
 
 
-def _stretch_stopped(stretch: "Stretch", doc: "Document", comp: "PairTiming | None",
+def _stretch_stopped(stretch: Stretch, doc: "Document", comp: "PairTiming | None",
                      full_groups: set[str],
                      sanitizer: "SanitizerRuns | None") -> tuple[str, str] | None:
     """(status, reason) of a [stretch] part that earns nothing before its speed is looked

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from .. import linking, workspace
+from ..parts import performance
 from ..parts.gates import BUILD
 from ..paths import ROOT
 from ..result import BuildRecord, PartResult
@@ -34,7 +35,7 @@ def _reference_targets(job: LabJob) -> list[str]:
     targets = [f"{tag}_tests_solution"] if _has(job, "tests/*.c*") else []
     targets += _checker_targets(job)
     return targets + ([f"{tag}_bench_solution"] if _has(job, "bench/*.c*")
-                      and job.rubric.performance else [])
+                      and performance.rules(job.rubric) else [])
 
 
 def _checker_targets(job: LabJob) -> list[str]:
@@ -45,7 +46,7 @@ def _checker_targets(job: LabJob) -> list[str]:
     tag = job.lab.tag
     return [f"{tag}_checker"] + ([f"{tag}_hidden_checker"]
                                  if _has(job, "tests/*.c*", "solution") else []) + \
-        ([f"{tag}_bench_checker"] if _has(job, "bench/*.c*") and job.rubric.performance
+        ([f"{tag}_bench_checker"] if _has(job, "bench/*.c*") and performance.rules(job.rubric)
          else [])
 
 
@@ -120,7 +121,7 @@ def reference(job: LabJob) -> None:
     targets = [f"{tag}_tests_solution"] if _has(job, "tests/*.c*") and has_solution else []
     targets += _checker_targets(job) if has_solution else []
     targets += ([f"{tag}_bench_solution"] if _has(job, "bench/*.c*")
-                and job.rubric.performance and has_solution else [])
+                and performance.rules(job.rubric) and has_solution else [])
     if not targets:
         return
     job.say(f"{lab.folder}: building the reference")

@@ -21,7 +21,6 @@ from unittest import mock
 from grader import pairs, sandbox
 from grader.gate import Gated, StartGate
 from grader.measure import Context, bench
-from grader.rubric import Performance
 
 # A program at its gate: --start-fd N, b"r", then b"g" lets it go (it sleeps AFTER seconds,
 # prints "went", exits 0); the gate closed instead: it prints "closed" and exits 3.
@@ -147,7 +146,7 @@ class TimedRunsTest(unittest.TestCase):
         self.devices: list[Any] = []
         self.ctx = Context(Path(tempfile.mkdtemp(prefix="cml-gate-")), {}, None, 1, 30.0,
                            lambda kind: None)
-        self.perf = Performance(points=10, bench_args=["--n", "8"], comparison="c", requires=[])
+        self.args = ["--n", "8"]
 
     @contextmanager
     def section(self, stage: str) -> Iterator[Any]:
@@ -166,7 +165,7 @@ class TimedRunsTest(unittest.TestCase):
 
     def runs(self, runner: Path | None) -> list[tuple[str, str, str]]:
         with mock.patch.object(bench, "run_bench", self.fake_run):
-            bench.timed_runs(self.perf, self.ctx, self.section, Path("reference"),
+            bench.timed_runs(self.args, self.ctx, self.section, Path("reference"),
                              Path("checker"), runner)
         return self.events
 

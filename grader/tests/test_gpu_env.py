@@ -9,7 +9,7 @@ from unittest import mock
 
 from grader import pairs, sandbox
 from grader.measure import Context, bench, profiler, sanitizer
-from grader.rubric import Metric
+from grader.measure.metric_rules import Metric
 from grader.catch2.testrun import Case
 from grader.stages import tests
 

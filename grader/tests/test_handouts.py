@@ -66,12 +66,12 @@ class HandoutTest(unittest.TestCase):
         for lab in discover_labs(ROOT):
             rubric = load_rubric(lab)
             rows = graded_table((ROOT / "handouts" / f"{lab.folder}.md").read_text())
-            parts = [g.points for g in rubric.correctness if not g.bonus]
-            if rubric.memory_safety and rubric.memory_safety.points:
-                parts.append(rubric.memory_safety.points)
-            if rubric.performance and rubric.performance.points:
-                parts.append(rubric.performance.points)
-            metrics = [m.points for m in rubric.metrics if m.points > 0]
+            parts = [g.points for g in rubric.tables["correctness"] if not g.bonus]
+            if rubric.tables["memory_safety"] and rubric.tables["memory_safety"].points:
+                parts.append(rubric.tables["memory_safety"].points)
+            if rubric.tables["performance"] and rubric.tables["performance"].points:
+                parts.append(rubric.tables["performance"].points)
+            metrics = [m.points for m in rubric.tables["metrics"] if m.points > 0]
             shown = sorted(p for _, p, _ in rows)
             # the profiler metrics one row each, or one row for all of them
             self.assertIn(shown, (sorted(parts + metrics), sorted(parts + [sum(metrics)])),

@@ -49,13 +49,13 @@ def load_tests(loader: unittest.TestLoader, tests: unittest.TestSuite,
 
 
 def lab06_metric(start: str):
-    return next(m for m in load_rubric(LAB06).metrics if m.name.startswith(start))
+    return next(m for m in load_rubric(LAB06).tables["metrics"] if m.name.startswith(start))
 
 
 LOADS = "Shared-memory wavefronts per load instruction, padded"
 STORES = "Shared-memory wavefronts per store instruction, padded"
 LOADS_POINTS = lab06_metric(LOADS).points  # what the rubric gives the column reads
-GROUPS = {g.name for g in load_rubric(LAB06).correctness}  # every group at full marks
+GROUPS = {g.name for g in load_rubric(LAB06).tables["correctness"]}  # every group at full marks
 
 
 def included(cmd: list[str]) -> str:
@@ -166,7 +166,7 @@ class NcuCommandTest(unittest.TestCase):
                           ("--nvtx-exclude", "cml:candidate/")})
 
     def test_tests_target_profiles_every_kernel_and_averages_get_durations(self):
-        m = load_rubric(LabPaths("01_warp_sizing", "01", "warp_sizing", ROOT)).metrics[0]
+        m = load_rubric(LabPaths("01_warp_sizing", "01", "warp_sizing", ROOT)).tables["metrics"][0]
         cmd = profiler.ncu_command("ncu", m, Path("/b/tests"), 7, Path("/l"))
         self.assertNotIn("--nvtx", cmd)
         self.assertEqual(cmd[cmd.index("--metrics") + 1],
@@ -349,7 +349,7 @@ class MetricPartTest(MetricRun):
 
     def test_ratio_to_the_baseline_reads_both_calls_from_one_run(self):
         lab04 = load_rubric(LabPaths("04_tiled_matmul", "04", "tiled_matmul", ROOT))
-        metric = lab04.metrics[0]
+        metric = lab04.tables["metrics"][0]
         self.assertTrue(metric.per_baseline)
 
         def requests(kernel: str, value: str) -> str:
@@ -357,7 +357,7 @@ class MetricPartTest(MetricRun):
                     '"","",""\n' + "".join(f'"{i}","{kernel}","{value}"\n' for i in range(4)))
         fake = FakeNcu({"cml:candidate/": requests("void tiled_kernel<32>(...)", "65,536"),
                         "cml:baseline/": requests("naive_kernel(...)", "2,097,152")})
-        part = self.measure(metric, fake, groups={g.name for g in lab04.correctness})
+        part = self.measure(metric, fake, groups={g.name for g in lab04.tables["correctness"]})
         self.assertAlmostEqual(part.details["value"], 1 / 32)
         self.assertEqual(part.details["baseline_value"], 4 * 2097152)
         self.assertEqual(len(fake.commands), 1)  # both calls from one profiler run
@@ -366,13 +366,13 @@ class MetricPartTest(MetricRun):
 
     def test_an_average_is_weighted_by_each_launchs_time(self):
         lab07 = load_rubric(LabPaths("07_occupancy", "07", "occupancy", ROOT))
-        metric = lab07.metrics[0]
+        metric = lab07.tables["metrics"][0]
         text = ('"ID","Kernel Name","gpu__time_duration.sum",'
                 '"sm__warps_active.avg.pct_of_peak_sustained_active"\n"","","nsecond","%"\n'
                 '"0","chase_tuned_kernel","1,000,000","80"\n"1","setup(int)","10,000","65"\n'
                 '"2","chase_tuned_kernel","500,000","60"\n')
         part = self.measure(metric, FakeNcu({"cml:candidate/": text}),
-                            groups={g.name for g in lab07.correctness})
+                            groups={g.name for g in lab07.tables["correctness"]})
         # The chase's two launches weighted by their time; the setup kernel (0.7% of the
         # time) does not decide.
         self.assertAlmostEqual(part.details["value"], (80e6 + 30e6) / 1.5e6)
@@ -413,8 +413,8 @@ class KernelsOfTheCallTest(MetricRun):
 
     def lab(self, paths: LabPaths, prefix: str):
         rubric = load_rubric(paths)
-        return (next(m for m in rubric.metrics if m.name.startswith(prefix)),
-                {g.name for g in rubric.correctness})
+        return (next(m for m in rubric.tables["metrics"] if m.name.startswith(prefix)),
+                {g.name for g in rubric.tables["correctness"]})
 
     def run_call(self, metric, groups, columns, units, launches):
         text = ncu_log(columns, units, launches)
@@ -590,7 +590,7 @@ class Lab06ThresholdsTest(MetricRun):
     a transpose without shared memory do not (values as measured on the grading H100)."""
 
     def scored(self):
-        return [m for m in load_rubric(LAB06).metrics if m.points > 0]
+        return [m for m in load_rubric(LAB06).tables["metrics"] if m.points > 0]
 
     def test_fair_variants_pass_and_wrong_ones_fail(self):
         recipes = LAB06_VARIANTS.recipes()
@@ -673,10 +673,10 @@ points = 5
         self.assertIn(fragment, str(ctx.exception))
 
     def test_requires_defaults_to_what_speed_requires(self):
-        m = self.parse().metrics[0]
+        m = self.parse().tables["metrics"][0]
         self.assertEqual((m.call, m.per_baseline, m.requires), ("candidate", False, ["Kernel"]))
-        self.assertEqual(self.parse('requires = ["Model"]\n').metrics[0].requires, ["Model"])
-        self.assertEqual(self.parse("requires = []\n").metrics[0].requires, [])
+        self.assertEqual(self.parse('requires = ["Model"]\n').tables["metrics"][0].requires, ["Model"])
+        self.assertEqual(self.parse("requires = []\n").tables["metrics"][0].requires, [])
 
     def test_calls_and_ratios_are_checked(self):
         self.rejects('kernel_regex = "tiled_kernel"\n', "'kernel_regex' is no longer read")
@@ -684,18 +684,18 @@ points = 5
         self.rejects('call = "baseline"\n', "not the student's work")
         self.rejects("per_baseline = 1\n", "per_baseline must be true or false")
         self.rejects('target = "tests"\nper_baseline = true\n', "need target = \"bench\"")
-        self.assertTrue(self.parse("per_baseline = true\n").metrics[0].per_baseline)
+        self.assertTrue(self.parse("per_baseline = true\n").tables["metrics"][0].per_baseline)
 
     def test_max_kernels_and_the_floor_margin(self):
-        self.assertIsNone(self.parse().metrics[0].max_kernels)
-        self.assertEqual(self.parse("max_kernels = 2\n").metrics[0].max_kernels, 2)
+        self.assertIsNone(self.parse().tables["metrics"][0].max_kernels)
+        self.assertEqual(self.parse("max_kernels = 2\n").tables["metrics"][0].max_kernels, 2)
         self.rejects("max_kernels = 0\n", "max_kernels must be at least 1")
         self.rejects("max_kernels = 1.5\n", "max_kernels must be a whole number")
         self.rejects('max_kernels = "2"\n', "max_kernels must be a number")
-        self.assertEqual(self.parse().performance.floor_margin, 1.1)
+        self.assertEqual(self.parse().tables["performance"].floor_margin, 1.1)
         base = self.BASE.replace('requires = ["Kernel"]\n[[metrics]]',
                                  'requires = ["Kernel"]\nfloor_margin = 1.3\n[[metrics]]')
-        self.assertEqual(parse_rubric(self.LAB, base).performance.floor_margin, 1.3)
+        self.assertEqual(parse_rubric(self.LAB, base).tables["performance"].floor_margin, 1.3)
         with self.assertRaises(RubricError) as ctx:
             parse_rubric(self.LAB, base.replace("1.3", "0.9"))
         self.assertIn("[performance].floor_margin must be at least 1", str(ctx.exception))
@@ -710,7 +710,7 @@ points = 5
             handout = (ROOT / "handouts" / f"{lab}.md").read_text(encoding="utf-8")
             headings = {ln.lstrip("#").strip() for ln in handout.splitlines()
                         if ln.startswith("#")}
-            for m in rubric.metrics:
+            for m in rubric.tables["metrics"]:
                 if m.points <= 0:
                     continue
                 scored += 1
@@ -721,17 +721,17 @@ points = 5
 
     def test_the_explanation_keys(self):
         m = self.parse('explain = "Bad."\nhandout_section = "2. Write the tiled kernel"\n'
-                       ).metrics[0]
+                       ).tables["metrics"][0]
         self.assertEqual((m.explain, m.handout_section), ("Bad.", "2. Write the tiled kernel"))
-        self.assertEqual((self.parse().metrics[0].explain,
-                          self.parse().metrics[0].handout_section), ("", ""))
+        self.assertEqual((self.parse().tables["metrics"][0].explain,
+                          self.parse().tables["metrics"][0].handout_section), ("", ""))
         self.rejects("explain = 1\n", "explain must be a string")
 
     def test_no_lab_scores_a_raw_counter_against_exactly_zero(self):
         for lab in ("01_warp_sizing", "02_coalescing", "03_shared_memory", "04_tiled_matmul",
                     "05_boundary_checks", "06_bank_conflicts", "07_occupancy"):
             rubric = load_rubric(LabPaths(lab, lab[:2], lab[3:], ROOT))
-            for m in rubric.metrics:
+            for m in rubric.tables["metrics"]:
                 with self.subTest(lab=lab, metric=m.name):
                     if m.points > 0:
                         self.assertEqual(m.call, "candidate")
@@ -754,7 +754,7 @@ class BenchArgumentsTest(unittest.TestCase):
             declared = source.split("CML_BENCH(", 1)[1] if "CML_BENCH(" in source else ""
             known = self.COMMON | set(
                 re.findall(r'\.(?:param|option|choice)\(\s*"([^"]+)"', declared))
-            for m in load_rubric(paths).metrics:
+            for m in load_rubric(paths).tables["metrics"]:
                 if m.target != "bench":
                     continue
                 for name in (a[2:] for a in m.args if a.startswith("--")):

@@ -80,10 +80,10 @@ class NewLabTest(unittest.TestCase):
         rubric = load_rubric(self.lab)
         self.assertEqual(rubric.student_files, [f"labs/{FOLDER}/probe_lab.cu"])
         self.assertEqual(rubric.title, "Probe lab")
-        self.assertEqual([g.tests for g in rubric.correctness],
+        self.assertEqual([g.tests for g in rubric.tables["correctness"]],
                          [f"[{LAB}][model]", f"[{LAB}][kernel]"])
-        self.assertEqual(rubric.memory_safety.tests, f"[{LAB}][kernel]")
-        self.assertIsNotNone(rubric.performance)
+        self.assertEqual(rubric.tables["memory_safety"].tests, f"[{LAB}][kernel]")
+        self.assertIsNotNone(rubric.tables["performance"])
         self.assertEqual(rubric_warnings(rubric), [])
 
     def test_skeleton_is_in_sync_and_differs_from_the_solution(self):

@@ -23,7 +23,6 @@ from grader import parallel, sandbox
 from grader.costs import Meter
 from grader.measure import Context, sanitizer
 from grader.pipeline import Interrupted, interrupt_handler
-from grader.rubric import MemorySafety
 from grader.stages import tests as tests_stage
 from grader.stages.tests import RunPlace
 from grader.catch2.testrun import Case
@@ -223,8 +222,7 @@ class MemorySafetyTest(unittest.TestCase):
         start = time.monotonic()
         with cpus(n_cpus), mock.patch.object(sanitizer, "find_tool",
                                              return_value=str(fakes.sanitizer)):
-            runs = sanitizer.memory_safety(MemorySafety(points=10, tests="[s]", tools=tools),
-                                              ctx, self.KINDS)
+            runs = sanitizer.memory_safety("[s]", tools, ctx, self.KINDS)
         return runs, time.monotonic() - start, sorted(f.name for f in fakes.run_dir.iterdir())
 
     def test_two_runs_of_one_second_take_less_than_two(self):

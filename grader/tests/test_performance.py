@@ -26,7 +26,7 @@ from grader.costs import Meter
 from grader.benchdoc import BENCH_SCHEMA, parse_document, read_document
 from grader.benchfields import BenchError
 from grader.result import GRADED, NOT_MEASURED, REVIEW
-from grader.rubric import Performance
+from grader.parts.performance import Performance
 from grader.sandbox import Outcome as sandbox_outcome
 from grader.tests.test_gate import wait_at
 
@@ -42,8 +42,8 @@ class PerformanceTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
-        self.rubric = SimpleNamespace(performance=Performance(
-            points=20, bench_args=["--n", "4096"], comparison="tiled", requires=[GROUP]))
+        self.rubric = SimpleNamespace(tables={"performance": Performance(
+            points=20, bench_args=["--n", "4096"], comparison="tiled", requires=[GROUP])})
         binaries = {"bench_student": Path("lab04_bench_student"),
                     "bench_solution": Path("lab04_bench_solution")}
         self.ctx = Context(run_dir=Path(self.tmp.name), env={}, identity=None, seed=7,
@@ -62,10 +62,10 @@ class PerformanceTest(unittest.TestCase):
             name = "lab04_bench_student" if binary.name == "lab04_bench_checker" else binary.name
             return read_document(copy.deepcopy(docs[name])), None, None
 
-        perf = self.rubric.performance
+        perf = self.rubric.tables["performance"]
         self.runs: list[tuple[str, Path | None]] = []
         with mock.patch.object(bench, "run_bench", fake_run):
-            runs = bench.performance(perf, self.ctx)
+            runs = bench.performance(perf.comparison, perf.bench_args, self.ctx)
         return speed_part.performance_part(perf, runs, set(groups)), runs.timing
 
     def test_the_students_bench_runs_as_checker_and_runner(self):
@@ -278,7 +278,7 @@ class PerformanceTest(unittest.TestCase):
         self.assertAlmostEqual(part.details["floor"]["floor_ms"], 2.2906492, places=6)
 
     def test_the_rubric_sets_the_floor_margin(self):
-        perf = self.rubric.performance
+        perf = self.rubric.tables["performance"]
         perf.floor_margin = 1.25  # 1.89 ms is above 2.29 ms / 1.25
         part, _ = self.grade(self.with_limits(self.impossibly_fast()),
                              reference=self.with_limits(load("reference.json")))
@@ -322,9 +322,9 @@ class PerformanceTest(unittest.TestCase):
                 return None, problem, None
             return read_document(copy.deepcopy(student)), None, None
 
-        perf = self.rubric.performance
+        perf = self.rubric.tables["performance"]
         with mock.patch.object(bench, "run_bench", fake_run):
-            runs = bench.performance(perf, ctx)
+            runs = bench.performance(perf.comparison, perf.bench_args, ctx)
         return speed_part.performance_part(perf, runs, {GROUP}), calls
 
     def test_a_student_copy_times_the_students_bench_alone(self):
@@ -416,7 +416,8 @@ class GpuSectionTest(unittest.TestCase):
         import contextlib
 
         from grader.result import LabResult
-        from grader.rubric import MemorySafety, Metric
+        from grader.measure.metric_rules import Metric
+        from grader.parts.memory_safety import MemorySafety
         from grader.stages import lab as stage
         from grader.stages.tests import RunPlace, TestRuns
         from grader.catch2.testrun import Case, CaseRun
@@ -442,11 +443,12 @@ class GpuSectionTest(unittest.TestCase):
             outcome = sandbox_outcome([str(binary)], 1, False, 0.0, "")
             return None, bench.BenchProblem(bench.Unread.FAILED, "test"), outcome
 
-        rubric = SimpleNamespace(
-            memory_safety=MemorySafety(points=10, tests="[s]", tools=["memcheck"]),
-            performance=Performance(points=20, bench_args=[], comparison="tiled",
-                                    requires=[]),
-            metrics=[Metric(name="m", metric="x.sum", points=0)], stretch=None, correctness=[])
+        rubric = SimpleNamespace(tables={
+            "memory_safety": MemorySafety(points=10, tests="[s]", tools=["memcheck"]),
+            "performance": Performance(points=20, bench_args=[], comparison="tiled",
+                                       requires=[]),
+            "metrics": [Metric(name="m", metric="x.sum", points=0)], "stretch": None,
+            "correctness": []})
         job = SimpleNamespace(
             rubric=rubric, seed=7, test_timeout=60, has_gpu=True, gpu_section=section,
             why_no_gpu="",
@@ -519,7 +521,7 @@ class AlteredBenchDocumentTest(unittest.TestCase):
                           seed=7, timeout=60, binary=binaries.get)
             perf = Performance(points=20, bench_args=["--n", "4096"], comparison="tiled",
                                requires=[])
-            runs = bench.performance(perf, ctx)
+            runs = bench.performance(perf.comparison, perf.bench_args, ctx)
             self.assertEqual(list(run_dir.iterdir()), [])
         return runs
 

@@ -20,7 +20,7 @@ def metrics_of(cmd: list[str]) -> list[str]:
 
 class ProfilerPassTest(unittest.TestCase):
     def run_pass(self, fake: FakeNcu):
-        entries = load_rubric(LAB06).metrics
+        entries = load_rubric(LAB06).tables["metrics"]
         with profiled(fake) as ctx:
             return entries, profiler.metrics(entries, ctx)
 
@@ -45,7 +45,7 @@ class ProfilerPassTest(unittest.TestCase):
         for folder in sorted(p.name for p in (ROOT / "labs").glob("[0-9][0-9]_*")):
             with self.subTest(lab=folder):
                 number, topic = folder.split("_", 1)
-                entries = load_rubric(LabPaths(folder, number, topic, ROOT)).metrics
+                entries = load_rubric(LabPaths(folder, number, topic, ROOT)).tables["metrics"]
                 self.assertLessEqual(len({profiler._Pass.group(e) for e in entries}), 1)
 
     def test_each_entry_reads_its_own_metric_from_the_shared_report(self):

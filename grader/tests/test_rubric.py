@@ -63,13 +63,13 @@ class LoadRubricTest(unittest.TestCase):
         self.assertEqual(r.title, "Tiled matrix multiplication")
         self.assertEqual(r.test_timeout_s, 300.0)
         self.assertEqual(r.build_timeout_s, 600.0)
-        self.assertEqual([g.name for g in r.correctness], ["Model", "Kernel"])
-        self.assertEqual(r.correctness[1].hint, "two barriers per phase")
-        self.assertEqual(r.memory_safety.tools, ["memcheck", "racecheck"])
-        self.assertEqual(r.performance.full_credit_ratio, 1.2)
-        self.assertEqual(r.performance.review_ratio, 10.0)
-        self.assertEqual(r.performance.requires, ["Kernel"])
-        m = r.metrics[0]
+        self.assertEqual([g.name for g in r.tables["correctness"]], ["Model", "Kernel"])
+        self.assertEqual(r.tables["correctness"][1].hint, "two barriers per phase")
+        self.assertEqual(r.tables["memory_safety"].tools, ["memcheck", "racecheck"])
+        self.assertEqual(r.tables["performance"].full_credit_ratio, 1.2)
+        self.assertEqual(r.tables["performance"].review_ratio, 10.0)
+        self.assertEqual(r.tables["performance"].requires, ["Kernel"])
+        m = r.tables["metrics"][0]
         self.assertEqual((m.target, m.args, m.per, m.expect_min, m.expect_max),
                          ("bench", [], None, None, 0.1))
         self.assertEqual(r.static.allow_reference, ["cudaFuncSetAttribute"])
@@ -91,7 +91,7 @@ class LoadRubricTest(unittest.TestCase):
         r = load_rubric(LAB)
         self.assertEqual(r.max_points, 100.0)
         self.assertEqual(r.student_files, ["labs/04_tiled_matmul/tiled_matmul.cu"])
-        self.assertEqual(r.performance.comparison, "tiled")
+        self.assertEqual(r.tables["performance"].comparison, "tiled")
         self.assertEqual(r.static.refuse_reference, [])  # the shared list is lab 04's
 
     def test_lab07_refuses_the_occupancy_queries(self):
@@ -209,10 +209,10 @@ class LoadRubricTest(unittest.TestCase):
                 '[[metrics]]\nname = "m"\ntarget = "tests"\nargs = "[lab04][tiled]"\n'
                 'metric = "x.sum"\n')
         r = parse_rubric(LAB, text)
-        self.assertIsNone(r.memory_safety)
-        self.assertIsNone(r.performance)
+        self.assertIsNone(r.tables["memory_safety"])
+        self.assertIsNone(r.tables["performance"])
         self.assertEqual(r.test_timeout_s, 30.0)
-        self.assertEqual(r.metrics[0].args, ["[lab04][tiled]"])
+        self.assertEqual(r.tables["metrics"][0].args, ["[lab04][tiled]"])
         self.assertEqual(r.max_points, 50.0)
         self.assertTrue(any("not 100" in w for w in rubric_warnings(r)))
 
@@ -222,7 +222,7 @@ class LoadRubricTest(unittest.TestCase):
         from dataclasses import fields
         from unittest import mock
 
-        from grader.rubric import Performance
+        from grader.parts.performance import Performance
         for record, name, value in ((Performance, "full_credit_ratio", 1.7),
                                     (Performance, "review_ratio", 7.0),
                                     (Rubric, "build_timeout_s", 99.0),
@@ -231,8 +231,8 @@ class LoadRubricTest(unittest.TestCase):
                 declared = next(f for f in fields(record) if f.name == name)
                 with mock.patch.object(declared, "default", value):
                     r = parse_rubric(LAB, GOOD)
-                got = {"full_credit_ratio": lambda: r.performance.full_credit_ratio,
-                       "review_ratio": lambda: r.performance.review_ratio,
+                got = {"full_credit_ratio": lambda: r.tables["performance"].full_credit_ratio,
+                       "review_ratio": lambda: r.tables["performance"].review_ratio,
                        "build_timeout_s": lambda: r.build_timeout_s,
                        "test_timeout_s": lambda: r.test_timeout_s}[name]()
                 self.assertEqual(got, value)
@@ -241,24 +241,25 @@ class LoadRubricTest(unittest.TestCase):
         # The checks live in the schema alone: change one there and the loader follows.
         from unittest import mock
 
-        from grader.rubric import CORRECTNESS_TABLE, PERFORMANCE_TABLE
+        from grader.parts.correctness import SCHEMA as CORRECTNESS_TABLE
+        from grader.parts.performance import SCHEMA as PERFORMANCE_TABLE
         from grader.rubric_schema import AtLeast
 
         ratio = PERFORMANCE_TABLE.key("full_credit_ratio")
         text = with_line(GOOD, 'comparison = "tiled"',
                          'comparison = "tiled"\nfull_credit_ratio = 1.5')
-        self.assertEqual(parse_rubric(LAB, text).performance.full_credit_ratio, 1.5)
+        self.assertEqual(parse_rubric(LAB, text).tables["performance"].full_credit_ratio, 1.5)
         with mock.patch.object(ratio, "checks", (AtLeast(2),)):
             self.assertRejects(text, "[performance].full_credit_ratio must be at least 2, not 1.5")
         low = text.replace("= 1.5", "= 0.5")
         self.assertRejects(low, "full_credit_ratio must be at least 1")
         with mock.patch.object(ratio, "checks", ()):
-            self.assertEqual(parse_rubric(LAB, low).performance.full_credit_ratio, 0.5)
+            self.assertEqual(parse_rubric(LAB, low).tables["performance"].full_credit_ratio, 0.5)
 
         hint = CORRECTNESS_TABLE.key("hint")
         with mock.patch.object(hint, "required", True):
             self.assertRejects(GOOD, "[[correctness]] 'Model' is missing the required key 'hint'")
-        self.assertEqual(parse_rubric(LAB, GOOD).correctness[0].hint, "")
+        self.assertEqual(parse_rubric(LAB, GOOD).tables["correctness"][0].hint, "")
 
     def test_messages_name_the_table_and_the_key(self):
         self.assertRejects(with_line(GOOD, 'name = "Model"', 'name = " "'),
@@ -328,10 +329,10 @@ class SchemaTest(unittest.TestCase):
     keys, their types, ranges, choices and defaults, and nothing else."""
 
     def setUp(self):
-        from grader.rubric import RUBRIC_SCHEMA
+        from grader.rubric import rubric_schema
         from grader.rubric_schema import keys_of
         self.declared = {(where, key.name): (key, table)
-                         for where, key, table in keys_of(RUBRIC_SCHEMA)}
+                         for where, key, table in keys_of(rubric_schema())}
         self.documented = documented_keys()
 
     def test_the_readme_documents_every_declared_key_and_no_other(self):

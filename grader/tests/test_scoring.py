@@ -2,6 +2,7 @@
 
 import math
 import unittest
+from types import SimpleNamespace
 
 from grader.measure.sanitizer import SanitizerSummary
 from grader.result import (GRADED, NOT_GRADED, NOT_MEASURED, REVIEW, GradeResult, LabResult,
@@ -155,18 +156,16 @@ class CorrectnessRulesTest(unittest.TestCase):
     """Groups that mix host and GPU cases graded without a GPU, and bonus groups."""
 
     def _grade(self, groups, statuses, has_gpu):
-        from grader.rubric import Rubric
         from grader.catch2.testrun import Case, CaseRun
         from grader.parts.correctness import correctness
         cases = [Case(name, tuple(tags)) for name, tags, _ in statuses]
         runs = {name: CaseRun(name, tuple(tags), status) for name, tags, status in statuses
                 if status is not None}
-        rubric = Rubric.__new__(Rubric)
-        rubric.correctness = groups
+        rubric = SimpleNamespace(tables={"correctness": groups})
         return correctness(rubric, cases, runs, has_gpu, "no CUDA device")
 
     def test_host_cases_of_a_mixed_group_earn_their_share_without_a_gpu(self):
-        from grader.rubric import CorrectnessGroup
+        from grader.parts.correctness import CorrectnessGroup
         out = self._grade([CorrectnessGroup("Limits", "[limits]", 6)],
                           [("h1", ["limits"], "passed"), ("h2", ["limits"], "failed"),
                            ("g1", ["limits", "gpu"], None)], has_gpu=False)
@@ -179,13 +178,13 @@ class CorrectnessRulesTest(unittest.TestCase):
         self.assertNotIn("Limits", out.full_groups)
 
     def test_a_gpu_only_group_without_a_gpu_earns_nothing_yet(self):
-        from grader.rubric import CorrectnessGroup
+        from grader.parts.correctness import CorrectnessGroup
         out = self._grade([CorrectnessGroup("Kernel", "[k]", 10)],
                           [("g1", ["k", "gpu"], None)], has_gpu=False)
         self.assertEqual((out.parts[0].status, out.parts[0].points), ("not_graded", 0.0))
 
     def test_a_bonus_group_adds_points_without_raising_the_maximum(self):
-        from grader.rubric import CorrectnessGroup
+        from grader.parts.correctness import CorrectnessGroup
         out = self._grade([CorrectnessGroup("Main", "[m]", 10),
                            CorrectnessGroup("Bonus", "[b]", 4, bonus=True)],
                           [("m1", ["m"], "passed"), ("b1", ["b"], "passed"),

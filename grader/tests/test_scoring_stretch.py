@@ -68,14 +68,14 @@ class BonusRubricTest(unittest.TestCase):
         rubric = load_rubric(self.lab)
         self.assertEqual(rubric.max_points, 100.0)
         self.assertEqual(offered(rubric), 10.0)
-        bonus = [g.name for g in rubric.correctness if g.bonus]
+        bonus = [g.name for g in rubric.tables["correctness"] if g.bonus]
         self.assertEqual(bonus, ["Bonus: register-tiled kernel"])
-        self.assertIsNotNone(rubric.stretch)
-        self.assertTrue(rubric.stretch.bonus)
-        self.assertEqual(rubric.stretch.comparison, "register_tiled")
-        self.assertEqual(rubric.stretch.requires, bonus)
+        self.assertIsNotNone(rubric.tables["stretch"])
+        self.assertTrue(rubric.tables["stretch"].bonus)
+        self.assertEqual(rubric.tables["stretch"].comparison, "register_tiled")
+        self.assertEqual(rubric.tables["stretch"].requires, bonus)
         # The bonus sanitizer case stays out of the lab's own memory-safety part.
-        self.assertIn("~[register]", rubric.memory_safety.tests)
+        self.assertIn("~[register]", rubric.tables["memory_safety"].tests)
 
     def _parse(self, extra: str):
         text = ('student_files = ["labs/04_tiled_matmul/tiled_matmul.cu"]\n'
@@ -85,13 +85,13 @@ class BonusRubricTest(unittest.TestCase):
 
     def test_bonus_defaults_to_false(self) -> None:
         rubric = self._parse('[[correctness]]\nname = "b"\ntests = "[b]"\npoints = 5\n')
-        self.assertFalse(rubric.correctness[1].bonus)
+        self.assertFalse(rubric.tables["correctness"][1].bonus)
         self.assertEqual((rubric.max_points, offered(rubric)), (105.0, 0.0))
 
     def test_a_stretch_that_is_not_bonus_counts(self) -> None:
         rubric = self._parse('[stretch]\npoints = 5\ncomparison = "x"\n')
         self.assertEqual((rubric.max_points, offered(rubric)), (105.0, 0.0))
-        self.assertEqual((rubric.stretch.target_fraction, rubric.stretch.floor_fraction),
+        self.assertEqual((rubric.tables["stretch"].target_fraction, rubric.tables["stretch"].floor_fraction),
                          (0.6, 0.0))
 
     def test_bad_bonus_and_stretch_are_refused(self) -> None:
@@ -112,7 +112,7 @@ class StretchPartTest(unittest.TestCase):
         from grader.measure.bench import BenchRuns
         from grader.measure.sanitizer import SanitizerRuns
         from grader.measure.sanitizer import SanitizerSummary
-        from grader.rubric import Stretch
+        from grader.parts.stretch import Stretch
         from grader.parts.stretch import stretch_part
         stretch = Stretch(points=6, comparison="register_tiled", requires=["Bonus"],
                           target_fraction=0.6, floor_fraction=0.2,
