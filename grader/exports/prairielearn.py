@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..parts.gates import BUILD
 from ..result import GradeResult, LabResult
 from .common import (FLAG, PASS, SKIP, Item, fmt_points, grader_problems, lab_reason,
                      score_items)
@@ -52,7 +53,7 @@ def ungradable_reasons(result: GradeResult) -> list[str]:
         return grader_problems(result) or ["no lab was graded"]
     reasons = []
     for lab in result.labs:
-        build = next((p for p in lab.parts if p.kind == "build"), None)
+        build = next((p for p in lab.parts if p.kind == BUILD.kind), None)
         if build is None or not build.reason:
             return []  # this lab was built and graded
         errors = lab.build.errors if lab.build is not None else None
