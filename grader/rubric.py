@@ -103,6 +103,7 @@ RELEASE_TABLE = Table("[release]", None, (
     Optional("contains_answers_of", STRINGS, default=[]),
 ))
 
+
 def rubric_schema() -> Table:
     """The whole of grading.toml: the rubric's own tables and, in report order, each part's
     (kinds.PARTS, read when a rubric is)."""
