@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..paths import discover_labs
-from ..rubric import RubricError, load_rubric, rubric_warnings
 from ..parts import metric
 from ..parts.kinds import bonus_offers, entries
+from ..paths import discover_labs
+from ..rubric import RubricError, load_rubric, rubric_warnings
 from ._common import Subcommands
 
 HELP = "list the labs, the files you edit in each and their points"
