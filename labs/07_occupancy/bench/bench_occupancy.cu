@@ -5,7 +5,8 @@
 // bounds, each timed alone (checked against the baseline's output for the same inputs),
 // with the occupancy the runtime predicts for it: the throughput-against-occupancy curve.
 // Prints one JSON document.
-//   lab07_bench_<variant> [--lines-log2 21] [--warps 65536] [--rounds 2] [--json PATH] ...
+//   lab07_bench_<variant> [--lines-log2 21] [--warps 65536] [--rounds 2] [--sweep 0|1]
+//                         [--json PATH] ...
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -132,6 +133,8 @@ void occupancy(cml::BenchContext& ctx) {
               << " %): " << cml::summary(t) << "\n";
   }
 
+  // --sweep 0: the tuned comparison alone (what the profiler's run needs).
+  if (ctx.args.get_int("sweep") == 0) return;
   cml::Plot& plot = report.plot("throughput_vs_occupancy", "throughput vs occupancy",
                                 "predicted occupancy (resident warps / maximum)", "GB/s");
   plot.lines = false;
@@ -176,4 +179,5 @@ void occupancy(cml::BenchContext& ctx) {
 CML_BENCH(occupancy)
     .option("lines-log2", 21, "L", "the table holds 2^L 128-byte lines; recorded as lines")
     .param("warps", 65536, "W", "chains chased, one per warp")
-    .param("rounds", 2, "R", "rounds of 64 steps per chain");
+    .param("rounds", 2, "R", "rounds of 64 steps per chain")
+    .option("sweep", 1, "0|1", "the sweep of block sizes and launch bounds after the comparison");
