@@ -189,8 +189,8 @@ BenchArgs BenchDeclaration::parse(int argc, const char* const* argv) const {
     if (arg == "--help" || arg == "-h") throw BenchExit(0, usage());
     if (arg == "--quick") {
       args.timing.warmup = 1;
-      args.timing.min_samples = 3;
-      args.timing.max_samples = 3;
+      args.timing.min_samples = 1;
+      args.timing.max_samples = 1;
       continue;
     }
     if (arg.rfind("--", 0) != 0 || i + 1 >= argc) fail("bad argument: " + arg);

@@ -81,7 +81,8 @@ TEST_CASE("A bench's options are parsed, each absent one with its declared defau
   CHECK(given.get_int("stretch") == 1);
   CHECK(given.seed == 7);
   CHECK(given.timing.seed == 7);
-  CHECK(given.timing.max_samples == 3);
+  CHECK(given.timing.min_samples == 1);
+  CHECK(given.timing.max_samples == 1);
   CHECK(given.json_path == "out.json");
 }
 

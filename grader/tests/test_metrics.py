@@ -154,8 +154,7 @@ class NcuCommandTest(unittest.TestCase):
             "cml:baseline/", "--metrics", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,"
             "smsp__inst_executed_op_shared_ld.sum", "--csv", "--page", "raw",
             "--print-units", "base", "--log-file", "/r/ncu-1.csv", "/b/bench", "--n", "1024",
-            "--quick", "--min-samples", "1", "--max-samples", "1", "--probe-iterations", "16",
-            "--only", "padded_vs_conflicted", "--seed", "7"])
+            "--quick", "--probe-iterations", "16", "--only", "padded_vs_conflicted", "--seed", "7"])
         self.assertNotIn("-k", cmd)  # no kernel names anywhere
 
     def test_the_baseline_call_swaps_the_ranges(self):

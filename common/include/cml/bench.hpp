@@ -38,7 +38,7 @@ namespace cml {
 ///                    with the seed it reproduces a run's inputs exactly
 ///   --max-seconds S  cap per measurement      --min-samples N / --max-samples N
 ///   --rse X          target relative standard error (default 0.01)
-///   --quick          a few samples only, for smoke tests
+///   --quick          one warm-up and one timed run (a profiler's run, a smoke test)
 ///   --start-fd N     wait at the start gate on descriptor N (wait_at_start_gate)
 struct BenchArgs {
   std::string json_path;
